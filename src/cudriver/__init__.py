@@ -1,0 +1,86 @@
+"""cudriver: a thin, typed, owning layer over ``cuda.bindings.driver``.
+
+Everything public is importable from this package; see the module of each name for
+details. Importing works on a machine without a GPU; the first call that needs the
+driver raises :class:`DriverNotFoundError` there.
+"""
+
+from __future__ import annotations
+
+from . import driver
+from ._runtime import driver_version, init, is_initialized
+from .context import Context, ContextFlags, Limit
+from .device import ComputeCapability, Device, DeviceAttribute
+from .errors import (
+    ClosedError,
+    CompileError,
+    CudaError,
+    CudaWarning,
+    DriverNotFoundError,
+    GraphUpdateError,
+    HostCallbackError,
+    InvalidContextError,
+    InvalidDeviceError,
+    InvalidHandleError,
+    InvalidImageError,
+    InvalidValueError,
+    LaunchError,
+    NoDeviceError,
+    NotFoundError,
+    NotInitializedError,
+    NotPermittedError,
+    NotReadyError,
+    NotSupportedError,
+    OutOfMemoryError,
+    StreamCaptureError,
+    check,
+    checked,
+)
+
+__version__ = "0.1.0"
+
+
+def bindings_version() -> str:
+    """The installed ``cuda.bindings`` version string."""
+    from ._bindings import version_string
+
+    return version_string()
+
+
+__all__ = [
+    "__version__",
+    "bindings_version",
+    "driver",
+    "driver_version",
+    "init",
+    "is_initialized",
+    "Context",
+    "ContextFlags",
+    "Limit",
+    "ComputeCapability",
+    "Device",
+    "DeviceAttribute",
+    "ClosedError",
+    "CompileError",
+    "CudaError",
+    "CudaWarning",
+    "DriverNotFoundError",
+    "GraphUpdateError",
+    "HostCallbackError",
+    "InvalidContextError",
+    "InvalidDeviceError",
+    "InvalidHandleError",
+    "InvalidImageError",
+    "InvalidValueError",
+    "LaunchError",
+    "NoDeviceError",
+    "NotFoundError",
+    "NotInitializedError",
+    "NotPermittedError",
+    "NotReadyError",
+    "NotSupportedError",
+    "OutOfMemoryError",
+    "StreamCaptureError",
+    "check",
+    "checked",
+]

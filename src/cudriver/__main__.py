@@ -1,0 +1,63 @@
+"""Command line: ``python -m cudriver {info,selftest,bench}``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from ._bindings import version_string
+from .errors import CudaError, DriverNotFoundError
+
+EXIT_NO_DRIVER = 2
+
+
+def _info() -> int:
+    from ._runtime import driver_version, init
+    from .device import Device, DeviceAttribute
+
+    init()
+    major, minor = driver_version()
+    print(f"cudriver {__version__}")
+    print(f"cuda-bindings {version_string()}")
+    print(f"CUDA driver {major}.{minor}")
+    n = Device.count()
+    print(f"devices: {n}")
+    for i in range(n):
+        d = Device(i)
+        print(f"  [{i}] {d.name}")
+        print(f"      compute capability {d.compute_capability} ({d.arch})")
+        print(f"      memory {d.total_memory / 2**30:.1f} GiB, {d.multiprocessor_count} SMs")
+        print(f"      PCI {d.pci_bus_id}, UUID {d.uuid}")
+        mem_ops = d.attribute(DeviceAttribute.CAN_USE_STREAM_MEM_OPS_V1)
+        mem_ops64 = d.attribute(DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS)
+        print(f"      stream memory ops {bool(mem_ops)}, 64-bit {bool(mem_ops64)}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m cudriver", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="driver, bindings and device information")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "info":
+            return _info()
+    except DriverNotFoundError as exc:
+        print(f"cudriver: {exc}", file=sys.stderr)
+        return EXIT_NO_DRIVER
+    except CudaError as exc:
+        print(f"cudriver: {exc}", file=sys.stderr)
+        return 1
+    parser.error(f"unknown command {args.command!r}")  # pragma: no cover
+
+
+def cli() -> None:
+    """Entry point of the ``cudriver`` console script."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli()

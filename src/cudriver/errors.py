@@ -1,0 +1,491 @@
+"""Exceptions, the shared ``@checked`` decorator and ``check()``.
+
+Every ``cuda.bindings.driver`` function returns a tuple ``(CUresult, *outs)``.
+:func:`checked` wraps such a function once so that it returns its outputs (none,
+one value, or a tuple) and raises a :class:`CudaError` subclass, chosen from a table
+keyed by the status code, when the call failed.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, NoReturn, TypeVar
+
+from cuda.bindings import driver as _drv
+
+__all__ = [
+    "CudaError",
+    "CudaWarning",
+    "ClosedError",
+    "DriverNotFoundError",
+    "OutOfMemoryError",
+    "InvalidValueError",
+    "InvalidHandleError",
+    "InvalidDeviceError",
+    "InvalidContextError",
+    "NotInitializedError",
+    "NoDeviceError",
+    "NotReadyError",
+    "NotSupportedError",
+    "NotPermittedError",
+    "NotFoundError",
+    "StreamCaptureError",
+    "LaunchError",
+    "InvalidImageError",
+    "GraphUpdateError",
+    "HostCallbackError",
+    "CompileError",
+    "checked",
+    "check",
+    "error_class",
+    "make_error",
+]
+
+_SUCCESS = _drv.CUresult.CUDA_SUCCESS
+
+
+class CudaError(RuntimeError):
+    """A driver call returned a status other than ``CUDA_SUCCESS``.
+
+    Attributes
+    ----------
+    code : cuda.bindings.driver.CUresult
+        The status the driver returned.
+    name : str
+        The error's name, e.g. ``"CUDA_ERROR_INVALID_VALUE"``.
+    description : str
+        The driver's description of the error.
+    func : str
+        The driver function that failed, e.g. ``"cuStreamCreate"``.
+    """
+
+    code: Any
+    name: str
+    description: str
+    func: str
+
+    def __init__(self, code: Any, func: str, detail: str | None = None) -> None:
+        self.code = _as_result(code)
+        self.func = func
+        self.name, self.description = _describe(int(code))
+        msg = f"{func} failed: {self.name} ({int(code)}): {self.description}"
+        if detail:
+            msg = f"{msg} ({detail})"
+        super().__init__(msg)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (make_error, (int(self.code), self.func))
+
+
+class CudaWarning(RuntimeWarning):
+    """A driver call failed where raising is not possible (e.g. releasing a handle)."""
+
+
+class ClosedError(ValueError):
+    """An operation was attempted on an object that was closed (``"Stream is closed"``)."""
+
+
+class DriverNotFoundError(CudaError):
+    """No NVIDIA driver library (``libcuda``) could be loaded on this machine.
+
+    Raised before any driver call can be made. The message tells what to install.
+    """
+
+    def __init__(self, detail: str | None = None) -> None:
+        self.code = _drv.CUresult.CUDA_ERROR_NO_DEVICE
+        self.func = "cuInit"
+        self.name = "DRIVER_NOT_FOUND"
+        self.description = (
+            "no NVIDIA driver library (libcuda.so.1 / nvcuda.dll) could be loaded: "
+            "install the NVIDIA display driver for a CUDA-capable GPU; on a machine "
+            "without a GPU cudriver can be imported but not used"
+        )
+        msg = f"CUDA driver not found: {self.description}"
+        RuntimeError.__init__(self, msg)
+        self.detail = detail
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (DriverNotFoundError, (self.detail,))
+
+
+class OutOfMemoryError(CudaError, MemoryError):
+    """``CUDA_ERROR_OUT_OF_MEMORY``: the device (or pinned host) allocation failed."""
+
+
+class InvalidValueError(CudaError, ValueError):
+    """``CUDA_ERROR_INVALID_VALUE``: an argument was out of range or malformed."""
+
+
+class InvalidHandleError(CudaError, ValueError):
+    """``CUDA_ERROR_INVALID_HANDLE`` (and related): a handle the driver does not know."""
+
+
+class InvalidDeviceError(CudaError, ValueError):
+    """``CUDA_ERROR_INVALID_DEVICE``: no such device ordinal."""
+
+
+class InvalidContextError(CudaError):
+    """``CUDA_ERROR_INVALID_CONTEXT`` and ``CUDA_ERROR_CONTEXT_IS_DESTROYED``.
+
+    Usually means no context is current on the calling thread.
+    """
+
+
+class NotInitializedError(CudaError):
+    """``CUDA_ERROR_NOT_INITIALIZED`` / ``CUDA_ERROR_DEINITIALIZED``: call :func:`cudriver.init`."""
+
+
+class NoDeviceError(CudaError):
+    """``CUDA_ERROR_NO_DEVICE``: a driver is installed but sees no CUDA device."""
+
+
+class NotReadyError(CudaError):
+    """``CUDA_ERROR_NOT_READY``: the queried work has not completed (not a failure)."""
+
+
+class NotSupportedError(CudaError, NotImplementedError):
+    """``CUDA_ERROR_NOT_SUPPORTED`` and kin: the device or driver lacks the feature."""
+
+
+class NotPermittedError(CudaError):
+    """``CUDA_ERROR_NOT_PERMITTED``: the operation is not allowed in this state."""
+
+
+class NotFoundError(CudaError, LookupError):
+    """``CUDA_ERROR_NOT_FOUND``: e.g. a kernel name missing from a module."""
+
+
+class StreamCaptureError(CudaError):
+    """A stream-capture error (codes 900-908).
+
+    For example a synchronous call made while capturing (``UNSUPPORTED``) invalidates
+    the capture, and ending it then fails with ``INVALIDATED``.
+    """
+
+
+class LaunchError(CudaError):
+    """A kernel failed on the device (illegal address, launch failure, trap, ...).
+
+    These errors are *sticky*: they poison the context, and every later call in that
+    context fails too. The process must exit (or the primary context be reset) to
+    use the device again.
+    """
+
+
+class InvalidImageError(CudaError, ValueError):
+    """The module image (PTX, cubin or fatbin) is malformed or built for another GPU."""
+
+
+class GraphUpdateError(CudaError):
+    """``cuGraphExecUpdate`` refused the new graph; the executable graph is unchanged.
+
+    Attributes
+    ----------
+    result : str
+        The driver's update result, e.g. ``"CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED"``.
+    reason : str
+        A sentence saying why the update was refused.
+    node : object or None
+        The node the driver blamed, when it named one.
+    """
+
+    result: str
+    reason: str
+    node: Any
+
+    def __init__(self, code: Any, func: str, result: str, reason: str, node: Any = None) -> None:
+        self.result = result
+        self.reason = reason
+        self.node = node
+        super().__init__(code, func, f"{result}: {reason}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            GraphUpdateError,
+            (int(self.code), self.func, self.result, self.reason, None),
+        )
+
+
+class HostCallbackError(RuntimeError):
+    """A host function launched on a stream raised; the original is the ``__cause__``."""
+
+
+class CompileError(RuntimeError):
+    """NVRTC failed to compile a program; ``log`` holds the compiler's log.
+
+    Attributes
+    ----------
+    log : str
+        The compiler's log.
+    """
+
+    def __init__(self, message: str, log: str = "") -> None:
+        self.log = log
+        super().__init__(f"{message}\n{log}" if log else message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (CompileError, (self.args[0].split("\n", 1)[0], self.log))
+
+
+# The error table: status code -> subclass. Codes missing here map to CudaError.
+_TABLE: dict[int, type[CudaError]] = {}
+
+
+def _register(cls: type[CudaError], *names: str) -> None:
+    for n in names:
+        member = getattr(_drv.CUresult, n, None)
+        if member is not None:
+            _TABLE[int(member)] = cls
+
+
+_register(OutOfMemoryError, "CUDA_ERROR_OUT_OF_MEMORY")
+_register(InvalidValueError, "CUDA_ERROR_INVALID_VALUE")
+_register(
+    InvalidHandleError,
+    "CUDA_ERROR_INVALID_HANDLE",
+    "CUDA_ERROR_INVALID_RESOURCE_TYPE",
+)
+_register(InvalidDeviceError, "CUDA_ERROR_INVALID_DEVICE")
+_register(
+    InvalidContextError,
+    "CUDA_ERROR_INVALID_CONTEXT",
+    "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+    "CUDA_ERROR_CONTEXT_ALREADY_IN_USE",
+)
+_register(NotInitializedError, "CUDA_ERROR_NOT_INITIALIZED", "CUDA_ERROR_DEINITIALIZED")
+_register(NoDeviceError, "CUDA_ERROR_NO_DEVICE")
+_register(NotReadyError, "CUDA_ERROR_NOT_READY")
+_register(
+    NotSupportedError,
+    "CUDA_ERROR_NOT_SUPPORTED",
+    "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+    "CUDA_ERROR_UNSUPPORTED_LIMIT",
+    "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+    "CUDA_ERROR_CDP_NOT_SUPPORTED",
+    "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER",
+    "CUDA_ERROR_STUB_LIBRARY",
+)
+_register(NotPermittedError, "CUDA_ERROR_NOT_PERMITTED")
+_register(NotFoundError, "CUDA_ERROR_NOT_FOUND")
+_register(
+    StreamCaptureError,
+    "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+    "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+    "CUDA_ERROR_STREAM_CAPTURE_MERGE",
+    "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+    "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
+    "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+    "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+    "CUDA_ERROR_CAPTURED_EVENT",
+    "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
+)
+_register(
+    LaunchError,
+    "CUDA_ERROR_ILLEGAL_ADDRESS",
+    "CUDA_ERROR_LAUNCH_FAILED",
+    "CUDA_ERROR_LAUNCH_TIMEOUT",
+    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+    "CUDA_ERROR_ASSERT",
+    "CUDA_ERROR_HARDWARE_STACK_ERROR",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    "CUDA_ERROR_MISALIGNED_ADDRESS",
+    "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+    "CUDA_ERROR_INVALID_PC",
+    "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+)
+_register(
+    InvalidImageError,
+    "CUDA_ERROR_INVALID_IMAGE",
+    "CUDA_ERROR_INVALID_PTX",
+    "CUDA_ERROR_NO_BINARY_FOR_GPU",
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+)
+_register(GraphUpdateError, "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE")
+
+
+def error_class(code: Any) -> type[CudaError]:
+    """Return the :class:`CudaError` subclass used for status ``code``."""
+    return _TABLE.get(int(code), CudaError)
+
+
+def _as_result(code: Any) -> Any:
+    try:
+        return _drv.CUresult(int(code))
+    except ValueError:
+        return int(code)
+
+
+_DESCRIPTIONS: dict[int, tuple[str, str]] = {}
+_driver_missing = False
+
+
+def _describe(code: int) -> tuple[str, str]:
+    """``(name, description)`` from the driver, or from the enum name without one."""
+    global _driver_missing
+    cached = _DESCRIPTIONS.get(code)
+    if cached is not None:
+        return cached
+    try:
+        name = _drv.CUresult(code).name
+    except ValueError:
+        name = f"CUDA_ERROR_{code}"
+    desc = name.removeprefix("CUDA_ERROR_").replace("_", " ").lower()
+    if not _driver_missing:
+        try:
+            r1 = _drv.cuGetErrorName(code)
+            r2 = _drv.cuGetErrorString(code)
+        except Exception:  # no driver library: keep the enum-derived text
+            _driver_missing = True
+        else:
+            if r1[0] is _SUCCESS and r1[1]:
+                name = r1[1].decode()
+            if r2[0] is _SUCCESS and r2[1]:
+                desc = r2[1].decode()
+            _DESCRIPTIONS[code] = (name, desc)
+    return name, desc
+
+
+#: The first call that failed with a capture error since the last capture began
+#: (``"cuStreamSynchronize failed: ..."``), used to say what invalidated a capture.
+last_capture_violation: str | None = None
+
+
+def make_error(code: Any, func: str, detail: str | None = None) -> CudaError:
+    """Build (not raise) the exception for status ``code`` returned by ``func``."""
+    global last_capture_violation
+    cls = error_class(code)
+    if (
+        cls is StreamCaptureError
+        and last_capture_violation is None
+        and func != "cuStreamEndCapture"
+    ):
+        name, _desc = _describe(int(code))
+        last_capture_violation = f"{func} ({name})"
+    if cls is GraphUpdateError:
+        return GraphUpdateError(code, func, "unknown", detail or "the driver gave no reason")
+    return cls(code, func, detail)
+
+
+def raise_error(code: Any, func: str) -> NoReturn:
+    """Raise the exception for status ``code`` returned by ``func`` (the slow path)."""
+    raise make_error(code, func)
+
+
+def _is_missing_driver(exc: BaseException) -> bool:
+    return type(exc).__name__ == "DynamicLibNotFoundError" or (
+        isinstance(exc, (OSError, RuntimeError))
+        and "libcuda" in str(exc)
+        and not isinstance(exc, CudaError)
+    )
+
+
+def check(result: tuple[Any, ...], func: str) -> Any:
+    """Check one ``(CUresult, *outs)`` tuple and return its outputs.
+
+    Parameters
+    ----------
+    result
+        The tuple a ``cuda.bindings.driver`` function returned.
+    func
+        The driver function's name, used in the error message.
+
+    Returns
+    -------
+    None, the single output, or a tuple of the outputs.
+
+    Raises
+    ------
+    CudaError
+        The subclass for the status, when it is not ``CUDA_SUCCESS``.
+    """
+    status = result[0]
+    if status is not _SUCCESS and status != 0:
+        raise make_error(status, func)
+    n = len(result)
+    if n == 1:
+        return None
+    if n == 2:
+        return result[1]
+    return result[1:]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def checked(
+    func: Callable[..., tuple[Any, ...]] | None = None,
+    *,
+    ok: Iterable[Any] = (),
+    name: str | None = None,
+) -> Any:
+    """Wrap a driver function so that it returns its outputs or raises :class:`CudaError`.
+
+    Usable as ``checked(fn)``, ``@checked`` or ``@checked(ok=(...,))``.
+
+    Parameters
+    ----------
+    func
+        A function returning ``(CUresult, *outs)``.
+    ok
+        Statuses that are not errors at this call (e.g. ``CUDA_ERROR_NOT_READY`` for a
+        query). When ``ok`` is given, the status is returned too, as the first element:
+        ``status`` alone for a call with no outputs, else ``(status, *outs)``.
+    name
+        The name used in error messages; defaults to ``func.__name__``.
+
+    Returns
+    -------
+    The wrapped function: with no ``ok``, it returns None, the single output, or the
+    tuple of outputs.
+    """
+
+    def decorate(f: Callable[..., tuple[Any, ...]]) -> Callable[..., Any]:
+        fname: str = name or str(getattr(f, "__name__", "driver call"))
+        ok_codes = frozenset(int(c) for c in ok)
+
+        if not ok_codes:
+
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    r = f(*args, **kwargs)
+                except Exception as exc:
+                    if _is_missing_driver(exc):
+                        raise DriverNotFoundError(str(exc)) from None
+                    raise
+                status = r[0]
+                if status is not _SUCCESS:
+                    raise make_error(status, fname)
+                n = len(r)
+                if n == 2:
+                    return r[1]
+                if n == 1:
+                    return None
+                return r[1:]
+
+        else:
+
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    r = f(*args, **kwargs)
+                except Exception as exc:
+                    if _is_missing_driver(exc):
+                        raise DriverNotFoundError(str(exc)) from None
+                    raise
+                status = r[0]
+                if status is not _SUCCESS and int(status) not in ok_codes:
+                    raise make_error(status, fname)
+                if len(r) == 1:
+                    return status
+                return r
+
+        try:
+            functools.update_wrapper(wrapper, f)
+        except (AttributeError, TypeError):  # pragma: no cover - exotic callables
+            pass
+        wrapper.__wrapped__ = f  # type: ignore[attr-defined]
+        return wrapper
+
+    if func is not None:
+        return decorate(func)
+    return decorate

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+import cuda.bindings
+
+from cudriver import _bindings
+
+
+def test_version_parsed() -> None:
+    assert _bindings.version_string() == cuda.bindings.__version__
+    assert _bindings.MAJOR in (12, 13)
+    assert _bindings.VERSION[0] == _bindings.MAJOR
+
+
+def test_parse() -> None:
+    assert _bindings._parse("13.3.1") == (13, 3, 1)
+    assert _bindings._parse("12.9.0rc1") == (12, 9, 0)
+    assert _bindings._parse("garbage") == (0,)
+
+
+def test_has() -> None:
+    assert _bindings.has("cuInit")
+    assert not _bindings.has("cuNoSuchThing")

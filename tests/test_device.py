@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from cuda.bindings import driver as drv
+
+import cudriver as cu
+
+pytestmark = pytest.mark.gpu
+
+
+def test_one_object_per_ordinal(device: cu.Device) -> None:
+    assert cu.Device(0) is device
+    assert cu.Device() is device
+    assert cu.Device(device) is device
+    assert cu.Device(drv.CUdevice(0)) is device
+    assert int(device) == 0
+    assert device.ordinal == 0
+    assert cu.Device.count() >= 1
+    assert cu.Device.all()[0] is device
+
+
+def test_properties(device: cu.Device) -> None:
+    assert isinstance(device.name, str) and device.name
+    assert isinstance(device.uuid, uuid.UUID)
+    assert device.pci_bus_id.count(":") == 2
+    cc = device.compute_capability
+    assert cc >= (5, 0)
+    assert device.arch == f"sm_{cc.major}{cc.minor}"
+    assert device.total_memory > 2**30
+    assert device.multiprocessor_count > 0
+    assert repr(device).startswith("<cudriver.Device 0")
+
+
+def test_attribute_accepts_enum_raw_and_int(device: cu.Device) -> None:
+    a = device.attribute(cu.DeviceAttribute.MAX_THREADS_PER_BLOCK)
+    b = device.attribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+    c = device.attribute(1)
+    assert a == b == c >= 512
+
+
+def test_bad_ordinal_is_clear() -> None:
+    n = cu.Device.count()
+    with pytest.raises(cu.InvalidDeviceError, match=f"ordinal {n} is out of range"):
+        cu.Device(n)
+    with pytest.raises(ValueError, match="out of range"):
+        cu.Device(-1)
+    with pytest.raises(TypeError, match="must be an int"):
+        cu.Device("0")  # type: ignore[arg-type]
+
+
+def test_bad_attribute(device: cu.Device) -> None:
+    with pytest.raises(cu.NotSupportedError, match="unknown to the installed cuda-bindings"):
+        device.attribute(99999)
+
+
+def test_peer(device: cu.Device) -> None:
+    assert device.can_access_peer(device) is False
+    for other in cu.Device.all()[1:]:
+        assert isinstance(device.can_access_peer(other), bool)
+
+
+def test_driver_version() -> None:
+    major, minor = cu.driver_version()
+    assert major >= 12
+    assert 0 <= minor < 100

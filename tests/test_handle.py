@@ -1,0 +1,223 @@
+from __future__ import annotations
+
+import gc
+import os
+import warnings
+from typing import Any
+
+import pytest
+from cuda.bindings import driver as drv
+
+import cudriver as cu
+from cudriver._handle import Handle, release_state
+
+OK = (drv.CUresult.CUDA_SUCCESS,)
+
+
+class Thing(Handle):
+    __slots__ = ()
+    _kind = "Thing"
+
+    def __init__(
+        self,
+        value: int,
+        log: list[Any],
+        *,
+        owned: bool = True,
+        owner: Any = None,
+        keep: tuple[Any, ...] = (),
+        status: Any = OK,
+    ) -> None:
+        def release(h: Any) -> Any:
+            log.append(int(h))
+            return status
+
+        self._init_handle(
+            drv.CUstream(value),
+            release=release,
+            func="cuThingDestroy",
+            owned=owned,
+            owner=owner,
+            keep=keep,
+        )
+
+    def use(self) -> int:
+        h = self._h
+        if h is None:
+            self._raise_closed()
+        return int(h)
+
+
+def test_close_twice_releases_once() -> None:
+    log: list[int] = []
+    t = Thing(0x10, log)
+    assert not t.closed
+    t.close()
+    t.close()
+    assert t.closed
+    assert log == [0x10]
+
+
+def test_with_closes() -> None:
+    log: list[int] = []
+    with Thing(0x11, log) as t:
+        assert t.use() == 0x11
+    assert t.closed
+    assert log == [0x11]
+
+
+def test_use_after_close_raises_before_driver() -> None:
+    log: list[int] = []
+    t = Thing(0x12, log)
+    t.close()
+    with pytest.raises(cu.ClosedError, match="Thing is closed"):
+        t.use()
+    with pytest.raises(ValueError, match="Thing is closed"):
+        _ = t.handle
+    with pytest.raises(cu.ClosedError):
+        int(t)
+    with pytest.raises(cu.ClosedError), t:
+        pass
+    assert log == [0x12]
+
+
+def test_collection_releases() -> None:
+    log: list[int] = []
+    Thing(0x13, log)
+    gc.collect()
+    assert log == [0x13]
+
+
+def test_borrowed_never_releases() -> None:
+    log: list[int] = []
+    t = Thing(0x14, log, owned=False)
+    assert not t.owned
+    t.close()
+    del t
+    gc.collect()
+    assert log == []
+
+
+def test_owner_kept_alive() -> None:
+    log: list[int] = []
+
+    class Owner:
+        pass
+
+    import weakref
+
+    o = Owner()
+    ref = weakref.ref(o)
+    t = Thing(0x15, log, owned=False, owner=o)
+    del o
+    gc.collect()
+    assert ref() is not None
+    del t
+    gc.collect()
+    assert ref() is None
+
+
+def test_dependants_released_before_dependencies() -> None:
+    log: list[int] = []
+    parent = Thing(0x20, log)
+    child = Thing(0x21, log, keep=(parent,))
+    del parent
+    gc.collect()
+    assert log == []  # the child keeps the parent alive
+    del child
+    gc.collect()
+    assert log == [0x21, 0x20]
+
+
+def test_cycle_collected_in_dependency_order() -> None:
+    log: list[int] = []
+    parent = Thing(0x30, log)
+    child = Thing(0x31, log, keep=(parent,))
+    box: list[Any] = [child]
+    box.append(box)  # a reference cycle through the child
+    del parent, child, box
+    gc.collect()
+    gc.collect()
+    assert log == [0x31, 0x30]
+
+
+def test_failing_release_becomes_warning() -> None:
+    log: list[int] = []
+    t = Thing(0x40, log, status=(drv.CUresult.CUDA_ERROR_INVALID_HANDLE,))
+    with pytest.warns(cu.CudaWarning, match="cuThingDestroy failed: CUDA_ERROR_INVALID_HANDLE"):
+        t.close()
+    assert t.closed
+
+
+def test_failing_release_in_finaliser_never_raises() -> None:
+    log: list[int] = []
+
+    class Boom(Thing):
+        __slots__ = ()
+
+    t = Boom(0x41, log, status=(drv.CUresult.CUDA_ERROR_INVALID_HANDLE,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # even warnings-as-errors must not escape
+        release_state(t._state)
+    assert log == [0x41]
+
+
+def test_release_raising_becomes_warning() -> None:
+    class Raiser(Handle):
+        __slots__ = ()
+        _kind = "Raiser"
+
+        def __init__(self) -> None:
+            def release(h: Any) -> Any:
+                raise RuntimeError("library gone")
+
+            self._init_handle(drv.CUstream(1), release=release, func="cuX")
+
+    r = Raiser()
+    with pytest.warns(cu.CudaWarning, match="library gone"):
+        r.close()
+
+
+def test_forked_child_does_not_release() -> None:
+    log: list[int] = []
+    t = Thing(0x50, log)
+    t._state.pid = os.getpid() + 1  # as seen from a forked child
+    t.close()
+    assert log == []
+
+
+def test_repr_without_driver_calls() -> None:
+    log: list[int] = []
+    t = Thing(0x60, log)
+    assert repr(t) == "<cudriver.Thing 0x60 owned>"
+    b = Thing(0x61, log, owned=False)
+    assert repr(b) == "<cudriver.Thing 0x61 borrowed>"
+    t.close()
+    assert repr(t) == "<cudriver.Thing closed>"
+
+
+def test_eq_hash_agree() -> None:
+    log: list[int] = []
+    a = Thing(0x70, log, owned=False)
+    b = Thing(0x70, log, owned=False)
+    c = Thing(0x71, log, owned=False)
+    assert a == b
+    assert hash(a) == hash(b)
+    assert a != c
+    assert a != 0x70  # never equal to a bare int
+    assert len({a, b, c}) == 2
+
+
+def test_int_for_raw_calls() -> None:
+    log: list[int] = []
+    t = Thing(0x80, log, owned=False)
+    assert int(t) == 0x80
+    assert int(drv.CUstream(t)) == 0x80  # a cudriver object goes where a handle goes
+
+
+def test_not_picklable() -> None:
+    import pickle
+
+    t = Thing(0x90, [], owned=False)
+    with pytest.raises(TypeError, match="cannot pickle"):
+        pickle.dumps(t)
