@@ -55,3 +55,13 @@ def ctx(primary: cu.Context) -> Iterator[cu.Context]:
     primary.set_current()
     yield primary
     primary.set_current()
+
+
+@pytest.fixture
+def stream(ctx: cu.Context) -> Iterator[cu.Stream]:
+    """A new non-blocking stream on device 0's primary context, closed after the test."""
+    s = cu.Stream(context=ctx)
+    yield s
+    if not s.closed:
+        s.synchronize()
+        s.close()

@@ -114,3 +114,16 @@ def test_from_handle_and_repr(ctx: cu.Context) -> None:
 
 def test_raw_calls_accept_objects(ctx: cu.Context) -> None:
     assert cu.driver.cuCtxGetApiVersion(ctx) == ctx.api_version
+
+
+def test_set_current_keeps_temporary_alive(device: cu.Device, ctx: cu.Context) -> None:
+    created = cu.Context.create(device)
+    key = int(created)
+    created.set_current()
+    del created
+    import gc
+
+    gc.collect()
+    assert _current() == key
+    cu.Stream().synchronize()  # the context is alive and usable
+    ctx.set_current()

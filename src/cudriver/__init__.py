@@ -36,6 +36,17 @@ from .errors import (
     check,
     checked,
 )
+from .event import Event
+from .graph import CaptureMode, CaptureStatus, Graph, GraphExec
+from .stream import (
+    AccessPolicyWindow,
+    AccessProperty,
+    MemAttach,
+    Stream,
+    StreamLike,
+    SupportsCudaStream,
+    SyncPolicy,
+)
 
 __version__ = "0.1.0"
 
@@ -60,6 +71,18 @@ __all__ = [
     "ComputeCapability",
     "Device",
     "DeviceAttribute",
+    "Event",
+    "Stream",
+    "StreamLike",
+    "SupportsCudaStream",
+    "SyncPolicy",
+    "AccessPolicyWindow",
+    "AccessProperty",
+    "MemAttach",
+    "CaptureMode",
+    "CaptureStatus",
+    "Graph",
+    "GraphExec",
     "ClosedError",
     "CompileError",
     "CudaError",

@@ -30,9 +30,9 @@ def _info() -> int:
         print(f"      compute capability {d.compute_capability} ({d.arch})")
         print(f"      memory {d.total_memory / 2**30:.1f} GiB, {d.multiprocessor_count} SMs")
         print(f"      PCI {d.pci_bus_id}, UUID {d.uuid}")
-        mem_ops = d.attribute(DeviceAttribute.CAN_USE_STREAM_MEM_OPS_V1)
         mem_ops64 = d.attribute(DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS)
-        print(f"      stream memory ops {bool(mem_ops)}, 64-bit {bool(mem_ops64)}")
+        nor = d.attribute(DeviceAttribute.CAN_USE_STREAM_WAIT_VALUE_NOR)
+        print(f"      stream memory ops: 64-bit {bool(mem_ops64)}, wait NOR {bool(nor)}")
     return 0
 
 

@@ -156,10 +156,16 @@ class Context(Handle):
 
     # -- current-context stack ----------------------------------------------------
     def set_current(self) -> None:
-        """Make this context current on the calling thread (``cuCtxSetCurrent``)."""
+        """Make this context current on the calling thread (``cuCtxSetCurrent``).
+
+        The calling thread keeps a reference to this object until another context is
+        made current through :meth:`set_current`, so
+        ``dev.primary_context().set_current()`` does not release the context at once.
+        """
         r = _drv.cuCtxSetCurrent(self.handle)
         if r[0] is not SUCCESS:
             raise make_error(r[0], "cuCtxSetCurrent")
+        _thread_current.ctx = self
 
     def push(self) -> None:
         """Push this context on the calling thread's stack (``cuCtxPushCurrent``)."""
@@ -298,6 +304,7 @@ def _limit(limit: Any) -> Any:
         raise ValueError(f"unknown context limit {int(limit)}") from None
 
 
+_thread_current = threading.local()
 _default_lock = threading.Lock()
 _default: Context | None = None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import threading
 import uuid as _uuid
 from enum import IntEnum
@@ -253,13 +254,12 @@ class Device:
     def __new__(cls, ordinal: SupportsInt = 0) -> Device:  # noqa: D102
         if isinstance(ordinal, Device):
             return ordinal
-        if isinstance(ordinal, bool) or not isinstance(ordinal, int):
-            try:
-                ordinal = int(ordinal)  # a CUdevice or numpy integer
-            except (TypeError, ValueError):
-                raise TypeError(
-                    f"device ordinal must be an int, not {type(ordinal).__name__}"
-                ) from None
+        if isinstance(ordinal, _drv.CUdevice):
+            ordinal = int(ordinal)
+        elif isinstance(ordinal, bool) or not hasattr(type(ordinal), "__index__"):
+            raise TypeError(f"device ordinal must be an int, not {type(ordinal).__name__}")
+        else:
+            ordinal = operator.index(ordinal)  # type: ignore[arg-type]
         assert isinstance(ordinal, int)
         dev = cls._cache.get(ordinal)
         if dev is not None:

@@ -1,0 +1,198 @@
+"""CUDA events: ordering between streams, completion queries and timing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cuda.bindings import driver as _drv
+
+from ._bindings import SUCCESS
+from ._handle import Handle
+from .errors import make_error
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .stream import StreamLike
+
+__all__ = ["Event"]
+
+_NOT_READY = _drv.CUresult.CUDA_ERROR_NOT_READY
+_cuEventRecord = _drv.cuEventRecord
+_cuEventQuery = _drv.cuEventQuery
+_cuEventSynchronize = _drv.cuEventSynchronize
+_F = _drv.CUevent_flags
+
+
+class Event(Handle):
+    """A CUDA event (``cuEventCreate``; destroyed with ``cuEventDestroy`` on close).
+
+    Parameters
+    ----------
+    timing
+        Record timestamps, for :meth:`elapsed_ms`. Events without timing are cheaper
+        to record and wait on.
+    blocking
+        :meth:`synchronize` blocks the thread (yields the CPU) instead of spinning.
+    interprocess
+        May be shared with another process (:meth:`ipc_handle`); requires
+        ``timing=False``.
+    context
+        The context to create the event in; default: the current one (else device
+        0's primary context).
+    """
+
+    __slots__ = ("_context", "_flags", "_timing")
+
+    _kind = "Event"
+
+    _context: Context
+    _timing: bool
+    _flags: int
+
+    def __init__(
+        self,
+        *,
+        timing: bool = True,
+        blocking: bool = False,
+        interprocess: bool = False,
+        context: Context | None = None,
+    ) -> None:
+        from .context import current_or_default
+
+        if interprocess and timing:
+            raise ValueError("an interprocess event cannot record timing: pass timing=False")
+        flags = 0
+        if not timing:
+            flags |= int(_F.CU_EVENT_DISABLE_TIMING)
+        if blocking:
+            flags |= int(_F.CU_EVENT_BLOCKING_SYNC)
+        if interprocess:
+            flags |= int(_F.CU_EVENT_INTERPROCESS)
+        ctx = context if context is not None else current_or_default()
+        with ctx._scope():
+            r = _drv.cuEventCreate(flags)
+        if r[0] is not SUCCESS:
+            raise make_error(r[0], "cuEventCreate")
+        self._context = ctx
+        self._timing = timing
+        self._flags = flags
+        self._init_handle(r[1], release=_drv.cuEventDestroy, func="cuEventDestroy", keep=(ctx,))
+
+    @classmethod
+    def from_handle(cls, handle: Any, owner: Any = None, *, timing: bool = False) -> Event:
+        """Wrap a foreign ``CUevent`` (or int) without owning it."""
+        from .context import current_or_default
+
+        h = handle if isinstance(handle, _drv.CUevent) else _drv.CUevent(int(handle))
+        if int(h) == 0:
+            raise ValueError("cannot wrap a NULL event handle")
+        self = object.__new__(cls)
+        self._context = current_or_default()
+        self._timing = timing
+        self._flags = 0
+        self._init_handle(h, release=None, func="cuEventDestroy", owned=False, owner=owner)
+        return self
+
+    @property
+    def context(self) -> Context:
+        """The context the event belongs to."""
+        return self._context
+
+    @property
+    def timing(self) -> bool:
+        """Whether the event records timestamps."""
+        return self._timing
+
+    def record(self, stream: StreamLike = None) -> Event:
+        """Record the event on ``stream`` (``cuEventRecord``); returns ``self``.
+
+        ``stream`` is a :class:`~cudriver.Stream`, any ``__cuda_stream__`` object, a
+        ``CUstream`` or an int; None is the legacy default stream. Does not block.
+        """
+        h = self._h
+        if h is None:
+            self._raise_closed()
+        sh = getattr(stream, "_h", None)
+        if sh is None:
+            from .stream import stream_handle
+
+            sh = stream_handle(stream)
+        r = _cuEventRecord(h, sh)
+        if r[0] is not SUCCESS:
+            raise make_error(r[0], "cuEventRecord")
+        return self
+
+    def query(self) -> bool:
+        """Whether the work before the last record has completed (``cuEventQuery``)."""
+        h = self._h
+        if h is None:
+            self._raise_closed()
+        r = _cuEventQuery(h)
+        s = r[0]
+        if s is SUCCESS:
+            return True
+        if s is _NOT_READY:
+            return False
+        raise make_error(s, "cuEventQuery")
+
+    def synchronize(self) -> None:
+        """Block until the recorded work has completed (``cuEventSynchronize``)."""
+        h = self._h
+        if h is None:
+            self._raise_closed()
+        r = _cuEventSynchronize(h)
+        if r[0] is not SUCCESS:
+            raise make_error(r[0], "cuEventSynchronize")
+
+    def elapsed_ms(self, later: Event) -> float:
+        """Milliseconds between this event and ``later`` (``cuEventElapsedTime``).
+
+        Both must have been recorded with ``timing=True`` and have completed.
+        """
+        if not isinstance(later, Event):
+            raise TypeError(f"later must be an Event, not {type(later).__name__}")
+        if not self._timing or not later._timing:
+            raise ValueError("elapsed_ms needs two events created with timing=True")
+        h1, h2 = self.handle, later.handle
+        fn = getattr(_drv, "cuEventElapsedTime_v2", None) or _drv.cuEventElapsedTime
+        r = fn(h1, h2)
+        if r[0] is not SUCCESS:
+            raise make_error(r[0], "cuEventElapsedTime")
+        return float(r[1])
+
+    def ipc_handle(self) -> bytes:
+        """Export an interprocess event (``cuIpcGetEventHandle``) as 64 bytes."""
+        if not self._flags & int(_F.CU_EVENT_INTERPROCESS):
+            raise ValueError("only an Event(interprocess=True, timing=False) can be exported")
+        r = _drv.cuIpcGetEventHandle(self.handle)
+        if r[0] is not SUCCESS:
+            raise make_error(r[0], "cuIpcGetEventHandle")
+        return bytes(r[1].reserved)
+
+    @classmethod
+    def from_ipc_handle(cls, data: bytes, *, context: Context | None = None) -> Event:
+        """Open an event exported by another process (``cuIpcOpenEventHandle``).
+
+        The returned event is owned: closing it releases this process's reference.
+        """
+        from .context import current_or_default
+
+        raw = bytes(data)
+        if len(raw) != 64:
+            raise ValueError(f"an IPC event handle has 64 bytes, not {len(raw)}")
+        ipc = _drv.CUipcEventHandle()
+        ipc.reserved = raw
+        ctx = context if context is not None else current_or_default()
+        with ctx._scope():
+            r = _drv.cuIpcOpenEventHandle(ipc)
+        if r[0] is not SUCCESS:
+            raise make_error(r[0], "cuIpcOpenEventHandle")
+        self = object.__new__(cls)
+        self._context = ctx
+        self._timing = False
+        self._flags = int(_F.CU_EVENT_INTERPROCESS | _F.CU_EVENT_DISABLE_TIMING)
+        self._init_handle(r[1], release=_drv.cuEventDestroy, func="cuEventDestroy", keep=(ctx,))
+        return self
+
+    def _repr_extra(self) -> str:
+        return "timing" if self._timing else "no-timing"

@@ -1,0 +1,383 @@
+"""CUDA graphs: capture modes and status, Graph and GraphExec."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import tempfile
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from cuda.bindings import driver as _drv
+
+from . import _capture
+from ._bindings import SUCCESS
+from ._handle import Handle
+from .errors import ClosedError, GraphUpdateError, make_error
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .stream import StreamLike
+
+__all__ = ["CaptureMode", "CaptureStatus", "Graph", "GraphExec"]
+
+
+class CaptureMode(IntEnum):
+    """How strictly a capture forbids unsafe calls (``CUstreamCaptureMode``).
+
+    GLOBAL
+        While this capture is active, potentially unsafe API calls (such as
+        synchronous allocations or ``cuCtxSynchronize``) are forbidden on *every*
+        thread that has not opted out; the strictest mode.
+    THREAD_LOCAL
+        Unsafe calls are forbidden only on the thread that began the capture (and
+        other threads' own thread-local or global captures). The default, and what
+        a library capturing on behalf of its caller wants.
+    RELAXED
+        No calls are forbidden because of this capture; the user takes
+        responsibility for not issuing unsafe calls.
+    """
+
+    GLOBAL = 0
+    THREAD_LOCAL = 1
+    RELAXED = 2
+
+
+class CaptureStatus(IntEnum):
+    """A stream's capture state (``CUstreamCaptureStatus``).
+
+    NONE
+        Not capturing.
+    ACTIVE
+        Capturing; work is recorded into a graph instead of running.
+    INVALIDATED
+        Capturing, but an unsupported operation broke the capture: ending it fails
+        with ``CUDA_ERROR_STREAM_CAPTURE_INVALIDATED``.
+    """
+
+    NONE = 0
+    ACTIVE = 1
+    INVALIDATED = 2
+
+
+CaptureMode.__module__ = "cudriver"
+CaptureStatus.__module__ = "cudriver"
+
+_cuGraphLaunch = _drv.cuGraphLaunch
+_F = _drv.CUgraphInstantiate_flags
+
+_UPDATE_REASONS = {
+    1: "the update failed for an unexpected reason",
+    2: "the graph's topology changed (nodes or edges added or removed)",
+    3: "the type of a node changed",
+    4: "a kernel node's function changed",
+    5: "node parameters changed in a way that cannot be updated",
+    6: "something about a node is not supported for update",
+    7: "a kernel node's function changed in an unsupported way",
+    8: "a node's attributes changed in a way that cannot be updated",
+}
+
+
+class Graph(Handle):
+    """A CUDA graph (``cuGraphCreate``; ``cuGraphDestroy`` on close).
+
+    Made empty with ``Graph()``, or by capture (:meth:`Stream.capture`,
+    :meth:`Stream.end_capture`). A captured graph keeps alive the objects that the
+    captured work refers to (kernel arguments, host functions, host memory), and
+    every :class:`GraphExec` made from it keeps them too.
+    """
+
+    __slots__ = ("_context", "_keep", "_pending_capture")
+
+    _kind = "Graph"
+
+    _keep: list[Any]
+    _context: Context | None
+    _pending_capture: bool
+
+    def __init__(self, *, context: Context | None = None) -> None:
+        from .context import current_or_default
+
+        ctx = context if context is not None else current_or_default()
+        with ctx._scope():
+            r = _drv.cuGraphCreate(0)
+        if r[0] is not SUCCESS:
+            raise make_error(r[0], "cuGraphCreate")
+        self._pending_capture = False
+        self._fill(r[1], [], ctx)
+
+    def _fill(self, h: Any, keep: list[Any], context: Context | None) -> None:
+        self._keep = keep
+        self._context = context
+        self._pending_capture = False
+        self._init_handle(
+            h,
+            release=_drv.cuGraphDestroy,
+            func="cuGraphDestroy",
+            keep=(context,) if context is not None else (),
+        )
+
+    @classmethod
+    def _pending(cls) -> Graph:
+        self = object.__new__(cls)
+        self._h = None
+        self._keep = []
+        self._context = None
+        self._pending_capture = True
+        return self
+
+    @classmethod
+    def _from_handle(cls, h: Any, *, keep: list[Any], context: Context | None) -> Graph:
+        self = object.__new__(cls)
+        self._fill(h, keep, context)
+        return self
+
+    @classmethod
+    def from_handle(cls, handle: Any, owner: Any = None) -> Graph:
+        """Wrap a foreign ``CUgraph`` (or int) without owning it."""
+        h = handle if isinstance(handle, _drv.CUgraph) else _drv.CUgraph(int(handle))
+        if int(h) == 0:
+            raise ValueError("cannot wrap a NULL graph handle")
+        self = object.__new__(cls)
+        self._keep = []
+        self._context = None
+        self._pending_capture = False
+        self._init_handle(h, release=None, func="cuGraphDestroy", owned=False, owner=owner)
+        return self
+
+    def _raise_closed(self) -> NoReturn:
+        if getattr(self, "_pending_capture", False):
+            raise ClosedError(
+                "Graph is still being captured: use it after the `with stream.capture()` "
+                "block has exited"
+            )
+        super()._raise_closed()
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes (``cuGraphGetNodes``)."""
+        r = _drv.cuGraphGetNodes(self.handle, 0)
+        if r[0] is not SUCCESS:
+            raise make_error(r[0], "cuGraphGetNodes")
+        return int(r[2])
+
+    def clone(self) -> Graph:
+        """A copy of the graph (``cuGraphClone``) that keeps the same objects alive."""
+        r = _drv.cuGraphClone(self.handle)
+        if r[0] is not SUCCESS:
+            raise make_error(r[0], "cuGraphClone")
+        return Graph._from_handle(r[1], keep=list(self._keep), context=self._context)
+
+    def to_dot(self, path: str | os.PathLike[str] | None = None, *, verbose: bool = False) -> str:
+        """The graph in DOT format (``cuGraphDebugDotPrint``); also written to ``path``.
+
+        Writes a temporary file when ``path`` is None.
+        """
+        h = self.handle
+        flags = int(_drv.CUgraphDebugDot_flags.CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) if verbose else 0
+        if path is not None:
+            target = os.fspath(path)
+            r = _drv.cuGraphDebugDotPrint(h, target.encode(), flags)
+            if r[0] is not SUCCESS:
+                raise make_error(r[0], "cuGraphDebugDotPrint")
+            with open(target, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        fd, tmp = tempfile.mkstemp(suffix=".dot", prefix="cudriver-graph-")
+        os.close(fd)
+        try:
+            r = _drv.cuGraphDebugDotPrint(h, tmp.encode(), flags)
+            if r[0] is not SUCCESS:
+                raise make_error(r[0], "cuGraphDebugDotPrint")
+            with open(tmp, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        finally:
+            os.unlink(tmp)
+
+    def instantiate(
+        self,
+        *,
+        auto_free_on_launch: bool = False,
+        upload_stream: StreamLike = None,
+        device_launch: bool = False,
+        use_node_priority: bool = False,
+    ) -> GraphExec:
+        """Make an executable graph (``cuGraphInstantiateWithFlags``/``WithParams``).
+
+        Parameters
+        ----------
+        auto_free_on_launch
+            Free memory allocated by the graph's allocation nodes when it is
+            launched again without having been freed.
+        upload_stream
+            Upload the executable graph on this stream as part of instantiation.
+        device_launch
+            Allow launching the graph from the device.
+        use_node_priority
+            Honour per-node priorities instead of the launch stream's.
+
+        Allocates device resources; does not synchronise.
+        """
+        h = self.handle
+        flags = 0
+        if auto_free_on_launch:
+            flags |= int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        if device_launch:
+            flags |= int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH)
+        if use_node_priority:
+            flags |= int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
+        if upload_stream is None:
+            r = _drv.cuGraphInstantiateWithFlags(h, flags)
+            if r[0] is not SUCCESS:
+                raise make_error(r[0], "cuGraphInstantiateWithFlags")
+            eh = r[1]
+        else:
+            from .stream import stream_handle
+
+            params = _drv.CUDA_GRAPH_INSTANTIATE_PARAMS()
+            params.flags = flags | int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)
+            params.hUploadStream = stream_handle(upload_stream)
+            r = _drv.cuGraphInstantiateWithParams(h, params)
+            if r[0] is not SUCCESS:
+                detail = None
+                res = getattr(params, "result_out", None)
+                if res is not None and int(res) != 0:
+                    detail = f"instantiate result {_drv.CUgraphInstantiateResult(int(res)).name}"
+                raise make_error(r[0], "cuGraphInstantiateWithParams", detail)
+            eh = r[1]
+        return GraphExec._new(eh, self)
+
+    def _repr_extra(self) -> str:
+        return "captured" if self._keep else ""
+
+
+class _UpdateInfo(ctypes.Structure):
+    _fields_ = (
+        ("result", ctypes.c_int),
+        ("errorNode", ctypes.c_void_p),
+        ("errorFromNode", ctypes.c_void_p),
+    )
+
+
+class GraphExec(Handle):
+    """An executable graph (``cuGraphInstantiate``; ``cuGraphExecDestroy`` on close).
+
+    Keeps alive everything the graph it was made from refers to, so replays never
+    touch freed memory, also after the :class:`Graph` is closed.
+    """
+
+    __slots__ = ("_context", "_host_records", "_keeps")
+
+    _kind = "GraphExec"
+
+    _keeps: list[list[Any]]
+    _context: Context | None
+    _host_records: list[Any]
+
+    def __init__(self) -> None:
+        raise TypeError("use Graph.instantiate()")
+
+    @classmethod
+    def _new(cls, h: Any, graph: Graph) -> GraphExec:
+        self = object.__new__(cls)
+        self._keeps = [graph._keep]
+        self._context = graph._context
+        self._host_records = _host_records(graph._keep)
+        self._init_handle(
+            h,
+            release=_drv.cuGraphExecDestroy,
+            func="cuGraphExecDestroy",
+            keep=(graph._context,) if graph._context is not None else (),
+        )
+        return self
+
+    def launch(self, stream: StreamLike) -> None:
+        """Launch the graph on ``stream`` (``cuGraphLaunch``); does not block.
+
+        Exceptions raised by host functions in the graph are re-raised by the next
+        ``synchronize()`` of this stream.
+        """
+        h = self._h
+        if h is None:
+            self._raise_closed()
+        sh = getattr(stream, "_h", None)
+        if sh is None:
+            from .stream import stream_handle
+
+            sh = stream_handle(stream)
+        if self._host_records:
+            key = int(sh)
+            for rec in self._host_records:
+                rec.stream_key = key
+        if _capture.ACTIVE:
+            _capture.keep(sh, self._keeps)
+        r = _cuGraphLaunch(h, sh)
+        if r[0] is not SUCCESS:
+            raise make_error(r[0], "cuGraphLaunch")
+
+    def upload(self, stream: StreamLike) -> None:
+        """Upload the executable graph's resources on ``stream`` (``cuGraphUpload``)."""
+        from .stream import stream_handle
+
+        r = _drv.cuGraphUpload(self.handle, stream_handle(stream))
+        if r[0] is not SUCCESS:
+            raise make_error(r[0], "cuGraphUpload")
+
+    def update(self, graph: Graph) -> None:
+        """Update this executable graph in place from ``graph`` (``cuGraphExecUpdate``).
+
+        ``graph`` must have the same topology (same nodes, edges and node types);
+        kernel arguments, memory addresses and memop values may differ.
+
+        Raises
+        ------
+        GraphUpdateError
+            The driver refused the update; ``result`` and ``reason`` say why and
+            ``node`` which node, when the driver names one. This executable graph is
+            left unchanged and usable.
+        """
+        h = self.handle
+        if not isinstance(graph, Graph):
+            raise TypeError(f"update() takes a cudriver.Graph, not {type(graph).__name__}")
+        gh = graph.handle
+        status, info = _exec_update(h, gh)
+        if status is not SUCCESS:
+            if info is None:
+                raise make_error(status, "cuGraphExecUpdate")
+            code = int(info.result)
+            try:
+                rname = _drv.CUgraphExecUpdateResult(code).name
+            except ValueError:
+                rname = f"update result {code}"
+            node = _drv.CUgraphNode(info.errorNode) if info.errorNode else None
+            reason = _UPDATE_REASONS.get(code, "the driver refused the update")
+            if node is not None:
+                reason = f"{reason} (at node {int(node):#x})"
+            raise GraphUpdateError(status, "cuGraphExecUpdate", rname, reason, node)
+        self._keeps.append(graph._keep)
+        self._host_records.extend(_host_records(graph._keep))
+
+    def _repr_extra(self) -> str:
+        return ""
+
+
+def _host_records(keep: list[Any]) -> list[Any]:
+    from . import _callbacks
+
+    return [o for o in keep if isinstance(o, _callbacks.HostFuncRecord)]
+
+
+def _exec_update(exec_h: Any, graph_h: Any) -> tuple[Any, _UpdateInfo | None]:
+    """Call ``cuGraphExecUpdate`` keeping the result info that the bindings drop."""
+    from ._libcuda import lib
+
+    try:
+        fn = lib().cuGraphExecUpdate_v2
+    except (AttributeError, OSError):
+        r = _drv.cuGraphExecUpdate(exec_h, graph_h)
+        return r[0], None
+    fn.restype = ctypes.c_int
+    fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_UpdateInfo))
+    info = _UpdateInfo()
+    code = fn(int(exec_h), int(graph_h), ctypes.byref(info))
+    status = _drv.CUresult(code)
+    return status, (info if code != 0 else None)

@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+from cuda.bindings import driver as drv
+
+import cudriver as cu
+from cudriver.stream import stream_handle
+
+
+class FakeForeign:
+    """An object speaking the __cuda_stream__ protocol (as PyTorch/CuPy streams do)."""
+
+    def __init__(self, h: int) -> None:
+        self.h = h
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.h)
+
+
+def test_stream_handle_conversions() -> None:
+    assert int(stream_handle(None)) == 0
+    assert int(stream_handle(5)) == 5
+    h = drv.CUstream(7)
+    assert stream_handle(h) is h
+    assert int(stream_handle(FakeForeign(9))) == 9
+
+    class TorchLike:
+        cuda_stream = 11
+
+    assert int(stream_handle(TorchLike())) == 11
+    with pytest.raises(TypeError, match="expected a stream"):
+        stream_handle("nope")
+    with pytest.raises(TypeError, match="expected a stream"):
+        stream_handle(True)
+
+    class Bad:
+        def __cuda_stream__(self) -> int:
+            return 3
+
+    with pytest.raises(TypeError, match="expected \\(version, handle\\)"):
+        stream_handle(Bad())
+
+
+def test_protocol_is_runtime_checkable() -> None:
+    assert isinstance(FakeForeign(1), cu.SupportsCudaStream)
+
+
+def test_enums_are_public() -> None:
+    assert cu.SyncPolicy.BLOCKING_SYNC == drv.CUsynchronizationPolicy.CU_SYNC_POLICY_BLOCKING_SYNC
+    assert cu.AccessProperty.PERSISTING == drv.CUaccessProperty.CU_ACCESS_PROPERTY_PERSISTING
+    assert cu.MemAttach.SINGLE == drv.CUmemAttach_flags.CU_MEM_ATTACH_SINGLE
+    assert repr(cu.SyncPolicy.SPIN).startswith("<SyncPolicy.SPIN")
+    assert cu.SyncPolicy.__module__ == "cudriver"
+
+
+@pytest.mark.gpu
+class TestStreamGPU:
+    def test_create_and_properties(self, ctx: cu.Context) -> None:
+        s = cu.Stream()
+        assert s.non_blocking
+        assert s.context == ctx
+        assert s.device == ctx.device
+        assert isinstance(s.id, int)
+        assert s.query() is True
+        s.synchronize()
+        assert s.__cuda_stream__() == (0, int(s))
+        assert "owned" in repr(s)
+        s.close()
+        assert s.closed
+
+    def test_blocking_and_priority(self, ctx: cu.Context) -> None:
+        _least, greatest = ctx.stream_priority_range
+        s = cu.Stream(non_blocking=False, priority=greatest)
+        assert not s.non_blocking
+        assert s.priority == greatest
+        s.close()
+        with pytest.raises(ValueError, match="outside this context's range"):
+            cu.Stream(priority=greatest - 100)
+        with pytest.raises(TypeError, match="priority must be an int"):
+            cu.Stream(priority=1.5)  # type: ignore[arg-type]
+
+    def test_closed_stream_raises(self, ctx: cu.Context) -> None:
+        s = cu.Stream()
+        s.close()
+        for call in (s.synchronize, s.query, s.record, lambda: s.wait(cu.Event())):
+            with pytest.raises(cu.ClosedError, match="Stream is closed"):
+                call()
+        with pytest.raises(cu.ClosedError):
+            s.begin_capture()
+        with pytest.raises(cu.ClosedError):
+            stream_handle(s)
+        assert repr(s) == "<cudriver.Stream closed>"
+
+    def test_keeps_context_alive(self, device: cu.Device) -> None:
+        ctx = cu.Context.create(device)
+        ref = weakref.ref(ctx)
+        s = cu.Stream(context=ctx)
+        del ctx
+        gc.collect()
+        assert ref() is not None
+        s.synchronize()
+        del s
+        gc.collect()
+        assert ref() is None
+
+    def test_from_handle_borrowed(self, stream: cu.Stream) -> None:
+        b = cu.Stream.from_handle(stream.handle)
+        assert b == stream
+        assert not b.owned
+        b.close()
+        assert stream.query()  # the borrowed close destroyed nothing
+        f = cu.Stream.from_handle(FakeForeign(int(stream)))
+        assert f == stream
+        assert f.context == stream.context
+        with pytest.raises(TypeError, match="not None"):
+            cu.Stream.from_handle(None)
+
+    def test_legacy_and_per_thread(self, ctx: cu.Context) -> None:
+        leg = cu.Stream.legacy()
+        pts = cu.Stream.per_thread()
+        assert not leg.owned
+        assert not pts.owned
+        leg.synchronize()
+        pts.synchronize()
+        assert leg.query()
+        assert "legacy" in repr(leg)
+        with pytest.raises(cu.StreamCaptureError, match="legacy default stream cannot be captured"):
+            leg.begin_capture()
+
+    def test_record_wait_event(self, ctx: cu.Context) -> None:
+        a, b = cu.Stream(), cu.Stream()
+        ev = a.record()
+        assert isinstance(ev, cu.Event)
+        assert not ev.timing
+        b.wait(ev)
+        b.wait(a)  # a stream: waits for its work so far
+        b.synchronize()
+        ev2 = cu.Event()
+        assert a.record(ev2) is ev2
+        with pytest.raises(TypeError, match="cudriver.Event"):
+            a.record("x")  # type: ignore[arg-type]
+        a.close()
+        b.close()
+
+    def test_sync_policy_attribute(self, stream: cu.Stream) -> None:
+        stream.sync_policy = cu.SyncPolicy.BLOCKING_SYNC
+        assert stream.sync_policy is cu.SyncPolicy.BLOCKING_SYNC
+        stream.sync_policy = cu.SyncPolicy.SPIN
+        assert stream.sync_policy is cu.SyncPolicy.SPIN
+        other = cu.Stream()
+        other.copy_attributes_from(stream)
+        assert other.sync_policy is cu.SyncPolicy.SPIN
+        other.close()
+
+    def test_access_policy_window(self, stream: cu.Stream) -> None:
+        ptr = drv.cuMemAlloc(1 << 20)[1]
+        try:
+            w = cu.AccessPolicyWindow(int(ptr), 1 << 16, 0.5)
+            stream.access_policy_window = w
+            got = stream.access_policy_window
+            assert got.base_ptr == int(ptr)
+            assert got.num_bytes == 1 << 16
+            assert got.hit_prop is cu.AccessProperty.PERSISTING
+            stream.access_policy_window = None
+            assert stream.access_policy_window.num_bytes == 0
+            with pytest.raises(ValueError, match="hit_ratio"):
+                stream.access_policy_window = cu.AccessPolicyWindow(int(ptr), 16, 2.0)
+        finally:
+            stream.synchronize()
+            drv.cuMemFree(ptr)
+
+    def test_raw_calls_accept_stream(self, stream: cu.Stream) -> None:
+        assert cu.driver.cuStreamQuery(stream) is None
+        assert drv.cuStreamSynchronize(stream)[0] == drv.CUresult.CUDA_SUCCESS
+
+    def test_attach_mem_async_validation(self, stream: cu.Stream) -> None:
+        with pytest.raises(ValueError, match="non-negative"):
+            stream.attach_mem_async(0, -1)
+        ptr = drv.cuMemAllocManaged(4096, drv.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL)[1]
+        try:
+            stream.attach_mem_async(int(ptr), 0, cu.MemAttach.SINGLE)
+            stream.synchronize()
+        finally:
+            drv.cuMemFree(ptr)
