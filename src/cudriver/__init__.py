@@ -8,6 +8,7 @@ driver raises :class:`DriverNotFoundError` there.
 from __future__ import annotations
 
 from . import driver
+from ._memops import MAX_BATCH_MEM_OPS, MemOp, MemOpType, WaitCondition
 from ._runtime import driver_version, init, is_initialized
 from .context import Context, ContextFlags, Limit
 from .device import ComputeCapability, Device, DeviceAttribute
@@ -83,6 +84,10 @@ __all__ = [
     "CaptureStatus",
     "Graph",
     "GraphExec",
+    "WaitCondition",
+    "MemOp",
+    "MemOpType",
+    "MAX_BATCH_MEM_OPS",
     "ClosedError",
     "CompileError",
     "CudaError",

@@ -23,6 +23,7 @@ __all__ = [
     "has",
     "ctx_create",
     "capture_info",
+    "graph_instantiate",
     "CaptureInfo",
     "SUCCESS",
 ]
@@ -66,6 +67,18 @@ def ctx_create(flags: int, dev: Any) -> tuple[Any, ...]:
     if MAJOR >= 13:
         return drv.cuCtxCreate(None, flags, dev)  # type: ignore[no-any-return]
     return drv.cuCtxCreate(flags, dev)  # type: ignore[no-any-return]
+
+
+def graph_instantiate(graph: Any, flags: int) -> tuple[Any, ...]:
+    """Instantiate ``graph`` with ``flags``; returns ``(CUresult, CUgraphExec)``.
+
+    13.x names the call ``cuGraphInstantiate(graph, flags)``; some 12.x bindings also
+    expose it as ``cuGraphInstantiateWithFlags``.
+    """
+    fn = getattr(drv, "cuGraphInstantiateWithFlags", None)
+    if fn is None:
+        fn = drv.cuGraphInstantiate
+    return fn(graph, flags)  # type: ignore[no-any-return]
 
 
 class CaptureInfo(NamedTuple):

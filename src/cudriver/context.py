@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from cuda.bindings import driver as _drv
 from typing_extensions import Self
 
-from . import _bindings
+from . import _bindings, _callbacks
 from ._bindings import SUCCESS
 from ._handle import Handle
 from ._runtime import init
@@ -242,8 +242,15 @@ class Context(Handle):
         return int(least), int(greatest)
 
     def synchronize(self) -> None:
-        """Wait for all work in this context (``cuCtxSynchronize``); blocks the thread."""
+        """Wait for all work in this context (``cuCtxSynchronize``); blocks the thread.
+
+        Then raises :class:`~cudriver.HostCallbackError` if a host function that ran
+        on a stream of this context raised and no ``synchronize()`` collected it yet.
+        """
         self._call(_drv.cuCtxSynchronize, "cuCtxSynchronize")
+        if _callbacks.PENDING:
+            # re-raise errors of host functions that ran on this context's streams
+            _callbacks.after_context_sync(self._key)
 
     # -- limits -----------------------------------------------------------------------
     def get_limit(self, limit: Limit | int) -> int:

@@ -208,7 +208,15 @@ class GraphUpdateError(CudaError):
 
 
 class HostCallbackError(RuntimeError):
-    """A host function launched on a stream raised; the original is the ``__cause__``."""
+    """A host function launched on a stream raised; the original is the ``__cause__``.
+
+    Attributes
+    ----------
+    errors : list of BaseException
+        Every uncollected exception, the first of which is the ``__cause__``.
+    """
+
+    errors: list[BaseException]
 
 
 class CompileError(RuntimeError):

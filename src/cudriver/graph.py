@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _capture
+from . import _bindings, _capture
 from ._bindings import SUCCESS
 from ._handle import Handle
 from .errors import ClosedError, GraphUpdateError, make_error
@@ -201,7 +201,7 @@ class Graph(Handle):
         device_launch: bool = False,
         use_node_priority: bool = False,
     ) -> GraphExec:
-        """Make an executable graph (``cuGraphInstantiateWithFlags``/``WithParams``).
+        """Make an executable graph (``cuGraphInstantiate``/``cuGraphInstantiateWithParams``).
 
         Parameters
         ----------
@@ -226,9 +226,9 @@ class Graph(Handle):
         if use_node_priority:
             flags |= int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
         if upload_stream is None:
-            r = _drv.cuGraphInstantiateWithFlags(h, flags)
+            r = _bindings.graph_instantiate(h, flags)
             if r[0] is not SUCCESS:
-                raise make_error(r[0], "cuGraphInstantiateWithFlags")
+                raise make_error(r[0], "cuGraphInstantiate")
             eh = r[1]
         else:
             from .stream import stream_handle

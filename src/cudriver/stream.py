@@ -10,9 +10,12 @@ from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _capture, errors
+from . import _bindings, _callbacks, _capture, errors
 from ._bindings import SUCCESS
+from ._callbacks import PENDING as _CALLBACK_PENDING
+from ._callbacks import HostFuncMixin
 from ._handle import Handle
+from ._memops import MemOpsMixin
 from .errors import StreamCaptureError, make_error
 
 if TYPE_CHECKING:
@@ -146,7 +149,7 @@ def stream_handle(stream: StreamLike) -> Any:
     )
 
 
-class Stream(Handle):
+class Stream(HostFuncMixin, MemOpsMixin, Handle):
     """A CUDA stream (``cuStreamCreateWithPriority``; ``cuStreamDestroy`` on close).
 
     Parameters
@@ -217,6 +220,7 @@ class Stream(Handle):
             owned=owned,
             owner=owner,
             keep=(ctx,) if ctx is not None else (),
+            on_release=_callbacks.watch_stream(int(h)) if owned else None,
         )
 
     @classmethod
@@ -262,13 +266,20 @@ class Stream(Handle):
 
     # -- basic operations -----------------------------------------------------------
     def synchronize(self) -> None:
-        """Block until all work on the stream has completed (``cuStreamSynchronize``)."""
+        """Block until all work on the stream has completed (``cuStreamSynchronize``).
+
+        Then raises :class:`~cudriver.HostCallbackError` if a host function that ran
+        on this stream raised since the last synchronisation.
+        """
         h = self._h
         if h is None:
             self._raise_closed()
         r = _cuStreamSynchronize(h)
         if r[0] is not SUCCESS:
             raise make_error(r[0], "cuStreamSynchronize")
+        if _CALLBACK_PENDING:
+            # re-raise errors of host functions that ran on this stream
+            _callbacks.after_sync(self._key)
 
     def query(self) -> bool:
         """Whether all work on the stream has completed (``cuStreamQuery``); never blocks."""

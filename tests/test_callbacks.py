@@ -1,0 +1,475 @@
+"""Host functions: registry and error delivery without a GPU; eager and captured with one."""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import sys
+import threading
+import time
+import traceback
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from cuda.bindings import driver as drv
+
+import cudriver as cu
+from cudriver import _callbacks
+from cudriver._callbacks import HostFuncRecord, registry_size
+from cudriver._memops import WaitCondition
+
+# Made-up stream and context keys for the tests without a GPU.
+_S1, _S2, _C1, _C2 = 0x51000, 0x52000, 0xC1000, 0xC2000
+
+
+class _Hook:
+    """Collects what reaches sys.unraisablehook."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def __call__(self, args: Any) -> None:
+        self.seen.append(args)
+
+
+@pytest.fixture
+def hook(monkeypatch: pytest.MonkeyPatch) -> _Hook:
+    h = _Hook()
+    monkeypatch.setattr(sys, "unraisablehook", h)
+    return h
+
+
+@pytest.fixture
+def clean() -> Iterator[None]:
+    """Leave the module's registries as they were, whatever the test did."""
+    yield
+    with _callbacks._lock:
+        for k in (_S1, _S2, 1):
+            _callbacks.PENDING.pop(k, None)
+            _callbacks._dead.pop(k, None)
+        for key in [k for k, r in _callbacks._holds.items() if r.ctx_key in (_C1, _C2)]:
+            del _callbacks._holds[key]
+    for key in [k for k, r in _callbacks._eager.items() if r.ctx_key in (_C1, _C2)]:
+        del _callbacks._eager[key]
+
+
+def _eager(fn: Callable[..., Any], *args: Any, stream: int = _S1, ctx: int = _C1) -> int:
+    """Register a record the way launch() does for an eager launch; return its key."""
+    key = next(_callbacks._keys)
+    _callbacks._eager[key] = HostFuncRecord(key, fn, args, {}, stream, ctx)
+    return key
+
+
+def _boom(msg: str = "boom") -> None:
+    raise ValueError(msg)
+
+
+# -- without a GPU ----------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("clean")
+def test_trampoline_runs_a_record_once_and_forgets_it() -> None:
+    out: list[Any] = []
+    before = registry_size()
+    key = _eager(out.append, 1)
+    assert registry_size() == before + 1
+    _callbacks._TRAMPOLINE(key)
+    assert out == [1]
+    assert registry_size() == before
+    assert key not in _callbacks._eager
+
+
+@pytest.mark.usefixtures("clean")
+def test_errors_are_stored_and_raised_by_the_next_sync() -> None:
+    out: list[int] = []
+    _callbacks._TRAMPOLINE(_eager(_boom))
+    _callbacks._TRAMPOLINE(_eager(out.append, 2))  # later callbacks still run
+    assert out == [2]
+    with pytest.raises(cu.HostCallbackError, match="_boom raised ValueError: boom") as ei:
+        _callbacks.after_sync(_S1)
+    cause = ei.value.__cause__
+    assert isinstance(cause, ValueError)
+    assert ei.value.errors == [cause]  # type: ignore[attr-defined]
+    frames = [f.name for f in traceback.extract_tb(cause.__traceback__)]
+    assert "_boom" in frames
+    _callbacks.after_sync(_S1)  # collected: nothing more
+    assert _S1 not in _callbacks.PENDING
+
+
+@pytest.mark.usefixtures("clean")
+def test_several_errors_raise_the_first_and_count_the_rest() -> None:
+    for m in ("first", "second", "third"):
+        _callbacks._TRAMPOLINE(_eager(_boom, m))
+    with pytest.raises(
+        cu.HostCallbackError, match=r"first \(and 2 more host-function errors"
+    ) as ei:
+        _callbacks.after_sync(_S1)
+    errs = ei.value.errors  # type: ignore[attr-defined]
+    assert [str(e) for e in errs] == ["first", "second", "third"]
+    assert ei.value.__cause__ is errs[0]
+
+
+@pytest.mark.usefixtures("clean")
+def test_errors_stay_with_their_stream() -> None:
+    _callbacks._TRAMPOLINE(_eager(_boom, "on s2", stream=_S2))
+    _callbacks.after_sync(_S1)  # another stream: nothing
+    with pytest.raises(cu.HostCallbackError, match="on s2"):
+        _callbacks.after_sync(_S2)
+
+
+@pytest.mark.usefixtures("clean")
+def test_base_exceptions_are_stored_too() -> None:
+    def leave() -> None:
+        raise SystemExit(3)
+
+    _callbacks._TRAMPOLINE(_eager(leave))  # the process survives
+    with pytest.raises(cu.HostCallbackError) as ei:
+        _callbacks.after_sync(_S1)
+    assert isinstance(ei.value.__cause__, SystemExit)
+
+
+@pytest.mark.usefixtures("clean")
+def test_context_sync_collects_its_streams_errors_only() -> None:
+    _callbacks._TRAMPOLINE(_eager(_boom, "c1 s1", stream=_S1, ctx=_C1))
+    _callbacks._TRAMPOLINE(_eager(_boom, "c2 s1", stream=_S1, ctx=_C2))
+    _callbacks._TRAMPOLINE(_eager(_boom, "c1 s2", stream=_S2, ctx=_C1))
+    with pytest.raises(cu.HostCallbackError, match=r"c1 s1 \(and 1 more") as ei:
+        _callbacks.after_context_sync(_C1)
+    assert [str(e) for e in ei.value.errors] == ["c1 s1", "c1 s2"]  # type: ignore[attr-defined]
+    assert _S2 not in _callbacks.PENDING
+    with pytest.raises(cu.HostCallbackError, match="c2 s1"):
+        _callbacks.after_sync(_S1)
+
+
+@pytest.mark.usefixtures("clean")
+def test_uncollected_errors_reach_unraisablehook_on_release(hook: _Hook) -> None:
+    _callbacks._TRAMPOLINE(_eager(_boom, "never collected"))
+    release = _callbacks.watch_stream(_S1)
+    release()
+    assert len(hook.seen) == 1
+    args = hook.seen[0]
+    assert isinstance(args.exc_value, cu.HostCallbackError)
+    assert isinstance(args.exc_value.__cause__, ValueError)
+    assert "never collected" in str(args.exc_value)
+    assert "closed before synchronize() collected it" in args.err_msg
+    assert args.object is _boom
+    assert _S1 not in _callbacks.PENDING
+
+
+@pytest.mark.usefixtures("clean")
+def test_errors_after_the_stream_was_closed_are_reported_at_once(hook: _Hook) -> None:
+    _callbacks.watch_stream(_S1)()
+    assert hook.seen == []  # no errors, nothing reported
+    _callbacks._TRAMPOLINE(_eager(_boom, "late"))
+    assert len(hook.seen) == 1
+    assert "late" in str(hook.seen[0].exc_value)
+    assert _S1 not in _callbacks.PENDING
+    _callbacks.watch_stream(_S1)  # the handle value reused by a new stream
+    assert _S1 not in _callbacks._dead
+
+
+@pytest.mark.usefixtures("clean")
+def test_unknown_key_is_reported_not_crashed(hook: _Hook) -> None:
+    _callbacks._TRAMPOLINE(987_654_321_000)
+    _callbacks._TRAMPOLINE(None)  # a NULL user data pointer
+    assert len(hook.seen) == 2
+    assert "was not found" in str(hook.seen[0].exc_value)
+
+
+def test_trampoline_lets_nothing_escape(monkeypatch: pytest.MonkeyPatch, hook: _Hook) -> None:
+    def broken(key: int) -> None:
+        raise RuntimeError("internal failure")
+
+    monkeypatch.setattr(_callbacks, "_run", broken)
+    _callbacks._TRAMPOLINE(1)  # returns normally
+    assert "internal failure" in str(hook.seen[0].exc_value)
+
+
+@pytest.mark.usefixtures("clean")
+def test_stream_key_write_holds_a_captured_record_until_it_ran() -> None:
+    out: list[int] = []
+    key = next(_callbacks._keys)
+    rec = HostFuncRecord(key, out.append, (7,), {}, 0, _C1)
+    assert rec.stream_key == 1  # NULL means the legacy stream
+    _callbacks._captured[key] = weakref.ref(rec)
+    wr = weakref.ref(rec)
+    rec.stream_key = _S1  # what GraphExec.launch does, twice
+    rec.stream_key = _S1
+    assert rec.stream_key == _S1
+    del rec
+    gc.collect()
+    assert wr() is not None  # held while the launches are in flight
+    _callbacks._TRAMPOLINE(key)
+    assert wr() is not None
+    _callbacks._TRAMPOLINE(key)
+    assert out == [7, 7]
+    gc.collect()
+    assert wr() is None
+    _callbacks._captured.pop(key, None)
+
+
+@pytest.mark.usefixtures("clean")
+def test_sync_drops_holds_of_launches_that_never_ran() -> None:
+    key = next(_callbacks._keys)
+    rec = HostFuncRecord(key, print, (), {}, _S1, _C1)
+    wr = weakref.ref(rec)
+    rec.stream_key = _S2
+    del rec
+    _callbacks.after_sync(_S1)
+    assert wr() is not None
+    _callbacks.after_sync(_S2)
+    gc.collect()
+    assert wr() is None
+    key2 = next(_callbacks._keys)
+    rec2 = HostFuncRecord(key2, print, (), {}, _S1, _C2)
+    wr2 = weakref.ref(rec2)
+    rec2.stream_key = _S1
+    del rec2
+    _callbacks.after_context_sync(_C1)
+    assert wr2() is not None
+    _callbacks.after_context_sync(_C2)
+    gc.collect()
+    assert wr2() is None
+    assert _S1 not in _callbacks.PENDING
+
+
+def test_launch_host_func_checks_before_the_driver() -> None:
+    s = cu.Stream.from_handle(0x1230)
+    with pytest.raises(TypeError, match="needs a callable, not int"):
+        s.launch_host_func(5)  # type: ignore[arg-type]
+    s.close()
+    with pytest.raises(cu.ClosedError, match="Stream is closed"):
+        s.launch_host_func(print)
+
+
+def test_unraisable_args_are_the_interpreters_type() -> None:
+    t = _callbacks._unraisable_args_type()
+    assert t is not None
+    assert t.__name__ == "UnraisableHookArgs"
+
+
+# -- with a GPU --------------------------------------------------------------------------------
+
+
+def _ok(r: tuple[Any, ...]) -> Any:
+    assert r[0] == drv.CUresult.CUDA_SUCCESS, r[0]
+    return r[1] if len(r) == 2 else r[1:]
+
+
+class Flag:
+    """One device-mapped pinned uint32, shaped like a PinnedBuffer."""
+
+    def __init__(self) -> None:
+        self.ptr = int(_ok(drv.cuMemHostAlloc(64, drv.CU_MEMHOSTALLOC_DEVICEMAP)))
+        self.nbytes = 64
+        self.device_ptr = int(_ok(drv.cuMemHostGetDevicePointer(self.ptr, 0)))
+        self.u32 = np.ctypeslib.as_array((ctypes.c_uint32 * 16).from_address(self.ptr))
+        self.u32[:] = 0
+
+    def close(self) -> None:
+        _ok(drv.cuMemFreeHost(self.ptr))
+
+
+@pytest.fixture
+def flag(ctx: cu.Context) -> Iterator[Flag]:
+    f = Flag()
+    yield f
+    f.u32[0] = 1  # never leave a stream blocked on it
+    f.close()
+
+
+def _until(pred: Callable[[], bool], timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.0005)
+    return bool(pred())
+
+
+@pytest.mark.gpu
+def test_host_func_runs_in_stream_order(stream: cu.Stream) -> None:
+    seen: list[tuple[str, Any]] = []
+
+    def record(tag: str, *, fn: Any = None) -> None:
+        seen.append((tag, fn))
+
+    stream.launch_host_func(record, "a")
+    stream.launch_host_func(record, "b", fn=3)  # `fn` is free for the callable's own use
+    stream.synchronize()
+    assert seen == [("a", None), ("b", 3)]
+
+
+@pytest.mark.gpu
+def test_host_func_delays_later_work(stream: cu.Stream, flag: Flag) -> None:
+    release = threading.Event()
+
+    def slow() -> None:
+        release.wait(10)
+
+    stream.launch_host_func(slow)
+    stream.write_value32((flag, 4), 9)
+    try:
+        time.sleep(0.05)
+        assert not stream.query()
+        assert flag.u32[1] == 0
+    finally:
+        release.set()
+    stream.synchronize()
+    assert flag.u32[1] == 9
+
+
+@pytest.mark.gpu
+def test_captured_host_func_runs_on_every_replay_without_user_references(
+    stream: cu.Stream,
+) -> None:
+    calls: list[tuple[int, str, str]] = []
+
+    class Payload:
+        tag = "payload"
+
+    def make() -> Callable[..., None]:
+        def cb(a: int, p: Payload, *, c: str) -> None:
+            calls.append((a, p.tag, c))
+
+        return cb
+
+    base = registry_size()
+    payload = Payload()
+    wr_payload = weakref.ref(payload)
+    with stream.capture() as g:
+        stream.launch_host_func(make(), 1, payload, c="kw")
+    del payload
+    exe = g.instantiate()
+    del g
+    gc.collect()
+    for _ in range(4):
+        exe.launch(stream)
+        gc.collect()
+        stream.synchronize()
+    assert calls == [(1, "payload", "kw")] * 4
+    assert wr_payload() is not None
+    del exe
+    gc.collect()
+    assert wr_payload() is None
+    assert registry_size() == base
+
+
+@pytest.mark.gpu
+def test_exec_dropped_while_its_launch_is_in_flight(stream: cu.Stream, flag: Flag) -> None:
+    calls: list[str] = []
+    base = registry_size()
+    with stream.capture() as g:
+        stream.launch_host_func(calls.append, "ran")
+    exe = g.instantiate()
+    del g
+    stream.wait_value32(flag, 1, WaitCondition.EQ)
+    exe.launch(stream)
+    # Open the gate from another thread, so that even a destroy that waited for the
+    # launch could not hang this test.
+    timer = threading.Timer(0.3, lambda: flag.u32.__setitem__(0, 1))
+    timer.start()
+    try:
+        del exe
+        gc.collect()  # cuGraphExecDestroy while the launch waits behind the gate
+        stream.synchronize()
+    finally:
+        timer.join()
+    assert calls == ["ran"]
+    gc.collect()
+    assert registry_size() == base
+
+
+@pytest.mark.gpu
+def test_exception_reraised_by_stream_synchronize(stream: cu.Stream) -> None:
+    ran: list[int] = []
+
+    def bad() -> None:
+        raise ValueError("boom in a callback")
+
+    stream.launch_host_func(bad)
+    stream.launch_host_func(ran.append, 1)
+    with pytest.raises(cu.HostCallbackError, match="boom in a callback") as ei:
+        stream.synchronize()
+    cause = ei.value.__cause__
+    assert isinstance(cause, ValueError)
+    assert "bad" in [f.name for f in traceback.extract_tb(cause.__traceback__)]
+    assert ran == [1]
+    stream.synchronize()  # collected once
+    stream.launch_host_func(ran.append, 2)  # the stream still works
+    stream.synchronize()
+    assert ran == [1, 2]
+
+
+@pytest.mark.gpu
+def test_exception_reraised_by_context_synchronize(ctx: cu.Context, stream: cu.Stream) -> None:
+    stream.launch_host_func(_boom, "via the context")
+    with pytest.raises(cu.HostCallbackError, match="via the context"):
+        ctx.synchronize()
+    stream.synchronize()
+    ctx.synchronize()
+
+
+@pytest.mark.gpu
+def test_replay_errors_go_to_the_launch_stream(ctx: cu.Context, stream: cu.Stream) -> None:
+    other = cu.Stream(context=ctx)
+    try:
+        with stream.capture() as g:
+            stream.launch_host_func(_boom, "in a replay")
+        exe = g.instantiate()
+        exe.launch(other)
+        with pytest.raises(cu.HostCallbackError, match="in a replay"):
+            other.synchronize()
+        stream.synchronize()
+        for _ in range(3):
+            exe.launch(other)
+        with pytest.raises(cu.HostCallbackError, match=r"in a replay \(and 2 more"):
+            other.synchronize()
+    finally:
+        other.close()
+
+
+@pytest.mark.gpu
+def test_uncollected_error_reaches_unraisablehook_on_close(ctx: cu.Context, hook: _Hook) -> None:
+    s = cu.Stream(context=ctx)
+    s.launch_host_func(_boom, "uncollected")
+    s.record().synchronize()  # ran, but no Stream.synchronize collected it
+    assert hook.seen == []
+    s.close()
+    assert len(hook.seen) == 1
+    assert isinstance(hook.seen[0].exc_value, cu.HostCallbackError)
+    assert isinstance(hook.seen[0].exc_value.__cause__, ValueError)
+
+
+@pytest.mark.gpu
+def test_error_after_close_reaches_unraisablehook(ctx: cu.Context, flag: Flag, hook: _Hook) -> None:
+    s = cu.Stream(context=ctx)
+    s.wait_value32(flag, 1, WaitCondition.EQ)
+    s.launch_host_func(_boom, "after close")
+    s.close()  # the driver finishes the stream's work after this returns
+    flag.u32[0] = 1
+    assert _until(lambda: len(hook.seen) == 1)
+    assert "after close" in str(hook.seen[0].exc_value)
+    ctx.synchronize()  # nothing left to raise
+
+
+@pytest.mark.gpu
+def test_ten_thousand_host_funcs_in_order_without_growth(stream: cu.Stream) -> None:
+    out: list[int] = []
+    fn = out.append
+    n = 10_000
+    stream.synchronize()
+    gc.collect()
+    reg = registry_size()
+    objs = len(gc.get_objects())
+    for i in range(n):
+        stream.launch_host_func(fn, i)
+    stream.synchronize()
+    assert out == list(range(n))
+    out.clear()
+    gc.collect()
+    assert registry_size() == reg
+    assert len(gc.get_objects()) - objs < 50
