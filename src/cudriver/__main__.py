@@ -38,20 +38,34 @@ def _info() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m cudriver", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="driver, bindings and device information")
-    args = parser.parse_args(argv)
+    sub.add_parser("selftest", help="end-to-end check on a GPU (exit 0 when all passed)")
+    sub.add_parser("bench", help="per-call overhead against raw cuda.bindings and peers")
+    if args_list and args_list[0] in ("selftest", "bench"):
+        command, rest = args_list[0], args_list[1:]
+    else:
+        command, rest = parser.parse_args(args_list).command, []
     try:
-        if args.command == "info":
+        if command == "info":
             return _info()
+        if command == "selftest":
+            from ._selftest import main as selftest_main
+
+            return selftest_main(rest)
+        if command == "bench":
+            from ._bench import main as bench_main
+
+            return bench_main(rest)
     except DriverNotFoundError as exc:
         print(f"cudriver: {exc}", file=sys.stderr)
         return EXIT_NO_DRIVER
     except CudaError as exc:
         print(f"cudriver: {exc}", file=sys.stderr)
         return 1
-    parser.error(f"unknown command {args.command!r}")  # pragma: no cover
+    parser.error(f"unknown command {command!r}")  # pragma: no cover
 
 
 def cli() -> None:

@@ -1,0 +1,406 @@
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudriver import _bench as bench
+from cudriver._bench import (
+    OP_NAMES,
+    OPS,
+    PEERS,
+    Bench,
+    Cell,
+    Row,
+    calls_for,
+    evaluate_targets,
+    format_table,
+    measure,
+    parse_args,
+    to_json,
+)
+
+from .conftest import gpu_unavailable_reason
+
+no_driver = pytest.mark.skipif(gpu_unavailable_reason() is None, reason="a driver is present")
+
+REPO = Path(__file__).resolve().parent.parent
+OPS_BY_NAME = {op.name: op for op in OPS}
+
+
+def make_row(name: str, **values: float | str | None) -> Row:
+    """A row with the given peer values: a float, "error", or None for n/a."""
+    row = Row(OPS_BY_NAME[name])
+    for peer in PEERS:
+        v = values.get(peer.replace(".", "_"))
+        if v is None:
+            row.cells[peer] = Cell(status="n/a", note=f"{peer} lacks it")
+        elif v == "error":
+            row.cells[peer] = Cell(status="error", note="RuntimeError: boom")
+        else:
+            assert isinstance(v, float)
+            row.cells[peer] = Cell(value=v, samples=[v, v])
+    return row
+
+
+def results(row: Row) -> list[str]:
+    return [t.result for t in row.targets]
+
+
+# -- argument parsing ------------------------------------------------------------------------
+
+
+def test_parse_defaults() -> None:
+    args = parse_args([])
+    assert args.quick is False
+    assert args.repeats == bench.DEFAULT_REPEATS
+    assert args.only == OP_NAMES
+    assert args.json is None
+    assert args.device == 0
+    assert args.check is False
+
+
+def test_parse_quick_and_repeats() -> None:
+    assert parse_args(["--quick"]).repeats == bench.QUICK_REPEATS
+    args = parse_args(["--quick", "--repeats", "5", "--json", "out.json", "--device", "1"])
+    assert (args.quick, args.repeats, args.json, args.device) == (True, 5, "out.json", 1)
+
+
+def test_parse_only() -> None:
+    args = parse_args(["--only", "stream_query, event_record,"])
+    assert args.only == ("stream_query", "event_record")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--only", "nope"], "unknown operation nope"),
+        (["--only", ","], "at least one"),
+        (["--repeats", "0"], "positive integer"),
+        (["--repeats", "x"], "positive integer"),
+        (["--device", "-1"], "ordinal"),
+        (["--bogus"], "unrecognized arguments"),
+    ],
+)
+def test_parse_errors_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        parse_args(argv)
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_calls_for_quick() -> None:
+    op = OPS_BY_NAME["stream_query"]
+    assert calls_for(op, False) == op.calls
+    assert calls_for(op, True) == op.calls // 10
+    tiny = bench.Op("x", "x", "ns", 3, False)
+    assert calls_for(tiny, True) == 1
+
+
+def test_ops_are_unique_and_every_peer_answers_every_op() -> None:
+    assert len(set(OP_NAMES)) == len(OPS)
+    assert {op.unit for op in OPS} <= {"ns", "us"}
+    for cls in (bench._CudriverPeer, bench._RawPeer, bench._CudaCorePeer, bench._CupyPeer):
+        missing = [n for n in OP_NAMES if not hasattr(cls, f"op_{n}")]
+        assert missing == [], f"{cls.__name__} lacks {missing}"
+        assert cls.name in PEERS
+
+
+def test_list_needs_no_driver(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out] == list(OP_NAMES)
+
+
+# -- timing harness --------------------------------------------------------------------------
+
+
+def test_measure_median_warmup_and_gc() -> None:
+    values = iter([999.0, 5.0, 1.0, 3.0])
+    calls: list[int] = []
+    gc_states: list[bool] = []
+    syncs: list[int] = []
+
+    def run(n: int) -> float:
+        calls.append(n)
+        gc_states.append(gc.isenabled())
+        return next(values)
+
+    was = gc.isenabled()
+    median, samples = measure(Bench(run, lambda: syncs.append(1)), 40, 3)
+    assert gc.isenabled() == was
+    assert calls == [4, 40, 40, 40]  # a warm-up of a tenth, then the repeats
+    assert samples == [5.0, 1.0, 3.0]
+    assert median == 3.0
+    assert gc_states[1:] == [False, False, False]
+    assert len(syncs) == 4
+
+
+def test_measure_restores_gc_when_run_raises() -> None:
+    def run(n: int) -> float:
+        if n == 10:
+            raise RuntimeError("boom")
+        return 1.0
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError, match="boom"):
+        measure(Bench(run, lambda: None), 10, 2, warmup=0)
+    assert gc.isenabled()
+
+
+def test_measure_rejects_nonpositive() -> None:
+    b = Bench(lambda n: 1.0, lambda: None)
+    with pytest.raises(ValueError, match=">= 1"):
+        measure(b, 0, 3)
+    with pytest.raises(ValueError, match=">= 1"):
+        measure(b, 3, 0)
+
+
+def test_per_call_counts_and_checks_last_result() -> None:
+    seen: list[int] = []
+    checked: list[object] = []
+
+    def f(a: int, b: int) -> tuple[int, int]:
+        seen.append(a + b)
+        return (0, a + b)
+
+    run = bench._per_call(f, (1, 2), checked.append)
+    ns = run(50)
+    assert ns >= 0
+    assert seen == [3] * 50
+    assert checked == [(0, 3)]
+
+
+def test_per_batch_and_latency() -> None:
+    events: list[str] = []
+    run = bench._per_batch(lambda: events.append("body"), lambda: events.append("sync"))
+    assert run(2) >= 0
+    assert events == ["body", "sync", "body", "sync"]
+
+    stamps: list[int] = []
+    lat = bench._latency(lambda: stamps.append(bench._clock()), lambda: None, stamps)
+    assert lat(5) >= 0
+
+    never = bench._latency(lambda: None, lambda: None, [])
+    with pytest.raises(RuntimeError, match="did not run"):
+        never(1)
+
+
+# -- targets, table and JSON -----------------------------------------------------------------
+
+
+def test_ratio_targets() -> None:
+    rows = [
+        make_row("stream_query", cudriver=500.0, raw=480.0, cupy=900.0),
+        make_row("event_record", cudriver=600.0, raw=500.0),
+        make_row("launch_empty", cudriver=3000.0),
+        make_row("write_value32", cudriver="error", raw=400.0),
+    ]
+    evaluate_targets(rows)
+    assert rows[0].ratio == pytest.approx(500 / 480)
+    assert results(rows[0]) == ["PASS"]
+    assert results(rows[1]) == ["MISS"]
+    assert rows[2].ratio is None
+    assert results(rows[2]) == ["n/a"]
+    assert results(rows[3]) == ["n/a"]
+
+
+def test_prepared_launch_target_uses_cuda_core_plain_launch() -> None:
+    plain = make_row("launch_args", cudriver=5000.0, raw=5000.0, cuda_core=6000.0)
+    fast = make_row("launch_prepared", cudriver=3900.0, raw=3800.0)
+    evaluate_targets([plain, fast])
+    assert results(fast) == ["PASS", "PASS"]
+    assert "6,000" in fast.targets[1].text
+
+    slow = make_row("launch_prepared", cudriver=6700.0, raw=6000.0)
+    evaluate_targets([plain, slow])
+    assert results(slow) == ["MISS", "MISS"]
+
+    alone = make_row("launch_prepared", cudriver=3900.0, raw=3800.0)
+    evaluate_targets([alone])
+    assert results(alone) == ["PASS", "n/a"]
+
+
+def test_host_function_target() -> None:
+    good = make_row("host_func_enqueue", cudriver=1000.0, raw=900.0, cupy=2000.0)
+    bad = make_row("host_func_enqueue", cudriver=1500.0, raw=900.0, cupy=2000.0)
+    missing = make_row("host_func_enqueue", cudriver=1500.0, raw=900.0)
+    evaluate_targets([good])
+    evaluate_targets([bad])
+    evaluate_targets([missing])
+    assert (results(good), results(bad), results(missing)) == (["PASS"], ["MISS"], ["n/a"])
+
+
+def test_graph_speedup_target() -> None:
+    eager = make_row("eager_100", cudriver=400.0, raw=380.0)
+    graph = make_row("graph_100", cudriver=50.0, raw=49.0)
+    evaluate_targets([eager, graph])
+    assert results(graph) == ["PASS"]
+    assert "(8.0)" in graph.targets[0].text
+    assert eager.targets == []
+
+    slow = make_row("graph_100", cudriver=100.0, raw=99.0)
+    evaluate_targets([eager, slow])
+    assert results(slow) == ["MISS"]
+
+    lonely = make_row("graph_100", cudriver=50.0, raw=49.0)
+    evaluate_targets([lonely])
+    assert results(lonely) == ["n/a"]
+
+
+def sample_rows() -> list[Row]:
+    rows = [
+        make_row("stream_query", cudriver=512.0, raw=480.0, cupy=1234.0),
+        make_row("eager_100", cudriver=380.25, raw=370.0, cuda_core=400.0, cupy=900.0),
+        make_row("graph_100", cudriver=51.0, raw=50.0, cuda_core=55.0, cupy=60.0),
+        make_row("write_value32", cudriver="error", raw=400.0),
+    ]
+    evaluate_targets(rows)
+    return rows
+
+
+def test_format_table() -> None:
+    text = format_table(sample_rows())
+    lines = text.splitlines()
+    header = lines[0]
+    for title in ("operation", "unit", "cudriver", "raw", "cuda.core", "CuPy", "cudriver/raw"):
+        assert title in header
+    query = next(line for line in lines if line.startswith("stream query (idle)"))
+    assert "512" in query
+    assert "1,234" in query
+    assert "n/a" in query  # cuda.core
+    assert "1.07" in query
+    assert "cudriver/raw <= 1.10 PASS" in query
+    eager = next(line for line in lines if line.startswith("100 kernels, eager"))
+    assert "µs" in eager
+    assert "380.2" in eager or "380.3" in eager
+    graph = next(line for line in lines if line.startswith("100 kernels, one graph"))
+    assert "eager/graph >= 5 (7.5) PASS" in graph
+    wv = next(line for line in lines if line.startswith("write_value32"))
+    assert "error" in wv
+    assert "write_value32 [cudriver] error: RuntimeError: boom" in text
+    assert "stream_query [cuda.core] n/a: cuda.core lacks it" in text
+
+
+def test_format_table_empty() -> None:
+    assert format_table([]).splitlines()[0].startswith("operation")
+
+
+def test_to_json_round_trip() -> None:
+    env = {"date": "2025-01-01T00:00:00+00:00", "gpu": "Fake GPU", "python": "3.12.0"}
+    settings = {"quick": True, "repeats": 3}
+    doc = json.loads(json.dumps(to_json(env, sample_rows(), settings)))
+    assert doc["schema"] == 1
+    assert doc["environment"]["gpu"] == "Fake GPU"
+    assert doc["settings"] == settings
+    names = [r["name"] for r in doc["rows"]]
+    assert names == ["stream_query", "eager_100", "graph_100", "write_value32"]
+    q = doc["rows"][0]
+    assert q["unit"] == "ns"
+    assert q["results"]["cudriver"] == {
+        "status": "ok",
+        "value": 512.0,
+        "samples": [512.0, 512.0],
+        "note": "",
+    }
+    assert q["results"]["cuda.core"]["status"] == "n/a"
+    assert q["results"]["cuda.core"]["value"] is None
+    assert q["ratio_cudriver_raw"] == pytest.approx(1.067, abs=1e-3)
+    assert q["targets"] == [{"text": "cudriver/raw <= 1.10", "result": "PASS"}]
+    wv = doc["rows"][3]
+    assert wv["results"]["cudriver"]["status"] == "error"
+    assert wv["results"]["cudriver"]["value"] is None
+    assert wv["ratio_cudriver_raw"] is None
+
+
+def test_failed_flags_misses_and_cudriver_errors() -> None:
+    rows = sample_rows()
+    assert bench._failed(rows)  # write_value32 errored for cudriver
+    ok = [make_row("stream_query", cudriver=500.0, raw=500.0)]
+    evaluate_targets(ok)
+    assert not bench._failed(ok)
+
+
+def test_error_text_is_one_line() -> None:
+    assert bench._error_text(ValueError("first\nsecond")) == "ValueError: first"
+    assert bench._error_text(KeyError()) == "KeyError"
+
+
+# -- without a driver ------------------------------------------------------------------------
+
+
+@no_driver
+def test_main_without_driver_returns_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--quick"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("cudriver: CUDA driver not found")
+
+
+@no_driver
+def test_script_without_driver_exits_2() -> None:
+    p = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "overhead.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()]
+    assert p.stderr.startswith("cudriver: CUDA driver not found")
+
+
+def test_script_lists_operations() -> None:
+    p = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "overhead.py"), "--list"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr
+    assert [line.split()[0] for line in p.stdout.splitlines()] == list(OP_NAMES)
+
+
+# -- on a GPU --------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_quick_run_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "bench.json"
+    assert bench.main(["--quick", "--repeats", "1", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "cudriver/raw" in text
+    doc = json.loads(out.read_text())
+    assert doc["environment"]["gpu"]
+    assert doc["environment"]["shared_primary_context"] is True
+    assert [r["name"] for r in doc["rows"]] == list(OP_NAMES)
+    for r in doc["rows"]:
+        for peer in ("cudriver", "raw"):
+            cell = r["results"][peer]
+            assert cell["status"] == "ok", f"{r['name']} [{peer}]: {cell['note']}"
+            assert cell["value"] > 0
+        for peer in ("cuda.core", "cupy"):
+            assert r["results"][peer]["status"] in ("ok", "n/a"), (
+                f"{r['name']} [{peer}]: {r['results'][peer]['note']}"
+            )
+
+
+@pytest.mark.gpu
+def test_only_selected_operations(tmp_path: Path) -> None:
+    out = tmp_path / "only.json"
+    argv = ["--quick", "--repeats", "2", "--only", "stream_query,graph_100", "--json", str(out)]
+    assert bench.main(argv) == 0
+    doc = json.loads(out.read_text())
+    assert [r["name"] for r in doc["rows"]] == ["stream_query", "graph_100"]
+    assert doc["settings"]["repeats"] == 2
+    graph = doc["rows"][1]
+    assert graph["targets"] == [{"text": "eager/graph >= 5", "result": "n/a"}]
