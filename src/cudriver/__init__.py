@@ -39,6 +39,8 @@ from .errors import (
 )
 from .event import Event
 from .graph import CaptureMode, CaptureStatus, Graph, GraphExec
+from .module import FunctionAttribute, Kernel, LaunchPlan, Module, ParamInfo
+from .program import NvrtcNotFoundError, compile, nvrtc_version
 from .stream import (
     AccessPolicyWindow,
     AccessProperty,
@@ -84,6 +86,14 @@ __all__ = [
     "CaptureStatus",
     "Graph",
     "GraphExec",
+    "Module",
+    "Kernel",
+    "LaunchPlan",
+    "FunctionAttribute",
+    "ParamInfo",
+    "compile",
+    "nvrtc_version",
+    "NvrtcNotFoundError",
     "WaitCondition",
     "MemOp",
     "MemOpType",
