@@ -936,3 +936,44 @@ def test_capture_keeps_arguments_alive(
     del exe, g
     gc.collect()
     assert mref() is None
+
+
+# -- the fast packers agree with pack_arg ------------------------------------------------
+from hypothesis import given as _given  # noqa: E402
+from hypothesis import strategies as _st  # noqa: E402
+
+from cudriver.module import _pack_fast  # noqa: E402
+
+_VALUES = _st.one_of(
+    _st.integers(-(2**70), 2**70),
+    _st.floats(allow_nan=False, width=32),
+    _st.booleans(),
+    _st.integers(-(2**31), 2**31 - 1).map(np.int32),
+    _st.integers(0, 2**32 - 1).map(np.uint32),
+    _st.floats(allow_nan=False, width=32).map(np.float32),
+    _st.floats(allow_nan=False).map(np.float64),
+    _st.integers(-(2**63), 2**63 - 1).map(np.int64),
+)
+
+
+@_given(_st.lists(_st.tuples(_st.sampled_from([1, 2, 4, 8]), _VALUES), min_size=1, max_size=6))
+def test_fast_packing_matches_pack_arg(params: list[tuple[int, object]]) -> None:
+    sizes = [s for s, _ in params]
+    args = [v for _, v in params]
+    offsets, total = param_layout(sizes)
+    items = tuple(zip(range(len(sizes)), sizes, offsets, strict=True))
+    expected = bytearray(total)
+    message = None
+    try:
+        for i, s, o in items:
+            expected[o : o + s] = pack_arg(s, args[i], i, "k")
+    except TypeError as exc:
+        message = str(exc)
+    if message is not None:
+        with pytest.raises(TypeError) as info:
+            _pack_fast(bytearray(total), items, args, "k")
+        assert str(info.value) == message
+        return
+    got = bytearray(total)
+    _pack_fast(got, items, args, "k")
+    assert got == expected

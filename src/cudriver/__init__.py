@@ -39,6 +39,7 @@ from .errors import (
 )
 from .event import Event
 from .graph import CaptureMode, CaptureStatus, Graph, GraphExec
+from .memory import DeviceBuffer, PinnedBuffer, SupportsCudaArrayInterface
 from .module import FunctionAttribute, Kernel, LaunchPlan, Module, ParamInfo
 from .program import NvrtcNotFoundError, compile, nvrtc_version
 from .stream import (
@@ -86,6 +87,9 @@ __all__ = [
     "CaptureStatus",
     "Graph",
     "GraphExec",
+    "DeviceBuffer",
+    "PinnedBuffer",
+    "SupportsCudaArrayInterface",
     "Module",
     "Kernel",
     "LaunchPlan",

@@ -268,6 +268,67 @@ def pack_arg(size: int, value: Any, index: int = 0, kernel: str = "kernel") -> b
     )
 
 
+# Fast packers for the common (type, parameter size) pairs: each writes the value in
+# place. Anything else (and every error message) goes through pack_arg.
+_Packer = Any
+_FAST: dict[tuple[type, int], _Packer] = {}
+
+
+def _fast_struct(fmt: struct.Struct) -> _Packer:
+    return fmt.pack_into
+
+
+def _fast_ptr(buf: bytearray, off: int, value: Any) -> None:
+    _PTR.pack_into(buf, off, value.ptr)
+
+
+def _fast_cai(buf: bytearray, off: int, value: Any) -> None:
+    _PTR.pack_into(buf, off, value.__cuda_array_interface__["data"][0] or 0)
+
+
+for _size, _fmt in _INT_FMT.items():
+    _FAST[(int, _size)] = _fast_struct(_fmt)
+    _FAST[(bool, _size)] = _fast_struct(_fmt)
+for _size, _fmt in _FLOAT_FMT.items():
+    if _size != 2:
+        _FAST[(float, _size)] = _fast_struct(_fmt)
+for _np_t, _code in (
+    (np.int8, "b"),
+    (np.uint8, "B"),
+    (np.int16, "h"),
+    (np.uint16, "H"),
+    (np.int32, "i"),
+    (np.uint32, "I"),
+    (np.int64, "q"),
+    (np.uint64, "Q"),
+    (np.float32, "f"),
+    (np.float64, "d"),
+):
+    _FAST[(_np_t, np.dtype(_np_t).itemsize)] = _fast_struct(struct.Struct("<" + _code))
+
+
+def register_pointer_type(cls: type, *, via: str = "ptr") -> None:
+    """Let kernel launches pack instances of ``cls`` as device pointers quickly.
+
+    ``via`` is ``"ptr"`` (an int attribute or property) or ``"cai"`` (the
+    ``__cuda_array_interface__``). Types not registered still pack, more slowly.
+    """
+    _FAST[(cls, 8)] = _fast_ptr if via == "ptr" else _fast_cai
+
+
+def _pack_fast(buf: bytearray, items: Any, args: Sequence[Any], kernel: str) -> None:
+    """Pack ``args`` into ``buf``; the fast packers first, :func:`pack_arg` otherwise."""
+    try:
+        for i, s, o in items:
+            v = args[i]
+            _FAST[type(v), s](buf, o, v)
+    except (KeyError, struct.error, TypeError, OverflowError, AttributeError):
+        # An unusual type or a value out of range: redo it the careful way, which
+        # packs what the fast packers cannot and raises the precise error otherwise.
+        for i, s, o in items:
+            buf[o : o + s] = pack_arg(s, args[i], i, kernel)
+
+
 def _align_of(size: int) -> int:
     if size >= 8:
         return 8
@@ -996,10 +1057,7 @@ class Kernel(Handle):
         except IndexError:
             scratch = lay.storage()
         try:
-            buf = scratch[0]
-            name = self._name
-            for i, s, o in lay.items:
-                buf[o : o + s] = pack_arg(s, args[i], i, name)
+            _pack_fast(scratch[0], lay.items, args, self._name)
             if _capture.ACTIVE:
                 _capture.keep(sh, self, args)
             r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, scratch[3], 0)
@@ -1187,3 +1245,12 @@ class LaunchPlan:
             f"<cudriver.LaunchPlan {self._kernel._name!r} grid={self.grid} "
             f"block={self.block} shared_mem={self._shmem}>"
         )
+
+
+def _register_builtin_pointer_types() -> None:
+    from .memory import DeviceBuffer
+
+    register_pointer_type(DeviceBuffer)
+
+
+_register_builtin_pointer_types()

@@ -1,0 +1,49 @@
+"""Handles are really released: finalisers run and device memory comes back."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+from cuda.bindings import driver as drv
+
+import cudriver as cu
+
+pytestmark = pytest.mark.gpu
+
+
+def _live_finalizers() -> int:
+    gc.collect()
+    return sum(1 for f in list(weakref.finalize._registry) if f.alive)  # type: ignore[attr-defined]
+
+
+def _free_bytes() -> int:
+    r = drv.cuMemGetInfo()
+    assert r[0] == drv.CUresult.CUDA_SUCCESS
+    return int(r[1])
+
+
+def test_streams_events_graphs_released(ctx: cu.Context) -> None:
+    base = _live_finalizers()
+    for _ in range(200):
+        s = cu.Stream()
+        ev = s.record()
+        with s.capture() as g:
+            s.wait(ev)
+        g.instantiate()
+    del s, ev, g
+    assert _live_finalizers() <= base
+
+
+def test_device_memory_comes_back(ctx: cu.Context) -> None:
+    from cudriver.memory import DeviceBuffer
+
+    ctx.synchronize()
+    before = _free_bytes()
+    bufs = [DeviceBuffer(64 << 20) for _ in range(8)]
+    assert _free_bytes() <= before - 8 * (64 << 20)
+    del bufs
+    gc.collect()
+    ctx.synchronize()
+    assert _free_bytes() >= before - (16 << 20)
