@@ -226,9 +226,9 @@ class TestCapture:
         assert "TOPOLOGY_CHANGED" in err.result
         assert err.reason
         assert err.result in str(err)
-        with stream.capture() as g4:  # same topology, another function
-            kernels["copy"].launch(stream, GRID, BLOCK, x, x, N)
-        with pytest.raises(cu.GraphUpdateError, match="FUNCTION_CHANGED"):
+        with stream.capture() as g4:  # same topology, another node type (a memset)
+            x.fill(0, stream=stream)
+        with pytest.raises(cu.GraphUpdateError, match="NODE_TYPE_CHANGED"):
             exe.update(g4)
         # the old exec still replays correctly (with g2's arguments)
         exe.launch(stream)

@@ -26,12 +26,16 @@ def _free_bytes() -> int:
 
 def test_streams_events_graphs_released(ctx: cu.Context) -> None:
     base = _live_finalizers()
+    side = cu.Stream()
     for _ in range(200):
         s = cu.Stream()
-        ev = s.record()
         with s.capture() as g:
-            s.wait(ev)
-        g.instantiate()
+            ev = s.record()
+            side.wait(ev)  # fork and join: events recorded inside the capture
+            s.wait(side.record())
+        g.instantiate().launch(s)
+        s.synchronize()
+    side.close()
     del s, ev, g
     assert _live_finalizers() <= base
 

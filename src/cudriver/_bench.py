@@ -288,13 +288,19 @@ def calls_for(op: Op, quick: bool) -> int:
 # -- timing ----------------------------------------------------------------------------------
 
 
+#: Calls timed between two synchronisations: the driver's launch queue must never
+#: fill, or the loop would time the GPU's throughput instead of the host's cost.
+CHUNK = 250
+
+
 def measure(
     bench: Bench, n: int, repeats: int, warmup: int | None = None
 ) -> tuple[float, list[float]]:
     """Warm up, then time ``repeats`` runs of ``n`` calls; return the median and samples.
 
-    The garbage collector is off during each run (and restored after it); the peer's
-    stream is synchronised after each run, outside the timing.
+    Each run is timed in chunks of at most :data:`CHUNK` calls with the stream
+    synchronised between chunks, outside the timing; the garbage collector is off
+    while a chunk runs (and restored after it).
     """
     if n < 1 or repeats < 1:
         raise ValueError("n and repeats must be >= 1")
@@ -305,15 +311,21 @@ def measure(
     gc.collect()
     samples: list[float] = []
     for _ in range(repeats):
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            v = bench.run(n)
-        finally:
-            if was_enabled:
-                gc.enable()
-        bench.sync()
-        samples.append(float(v))
+        total = 0.0
+        left = n
+        while left:
+            k = min(left, CHUNK)
+            was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                v = bench.run(k)
+            finally:
+                if was_enabled:
+                    gc.enable()
+            bench.sync()
+            total += float(v) * k
+            left -= k
+        samples.append(total / n)
     return float(statistics.median(samples)), samples
 
 
@@ -335,6 +347,23 @@ def _per_call(
         if check is not None:
             check(r)
         return dt / n
+
+    return run
+
+
+def _per_call_raw(
+    f: Callable[..., Any], args: tuple[Any, ...], ok: Any, name: str
+) -> Callable[[int], float]:
+    """``run(n)``: ``n`` raw calls, each status checked the way correct raw code must."""
+
+    def run(n: int) -> float:
+        rng = range(n)
+        t0 = _clock()
+        for _ in rng:
+            r = f(*args)
+            if r[0] is not ok:
+                raise RuntimeError(f"{name} returned {r[0]!r}")
+        return (_clock() - t0) / n
 
     return run
 
@@ -700,7 +729,7 @@ class _RawPeer(_Peer):
     def op_stream_query(self) -> Bench:
         d = self.drv
         return Bench(
-            _per_call(d.cuStreamQuery, (self.h,), self._checker("cuStreamQuery")), self.sync
+            _per_call_raw(d.cuStreamQuery, (self.h,), self.SUCCESS, "cuStreamQuery"), self.sync
         )
 
     def op_event_record(self) -> Bench:
@@ -709,7 +738,7 @@ class _RawPeer(_Peer):
         ev = self._ok(d.cuEventCreate(flags), "cuEventCreate")
         self._events.append(ev)
         return Bench(
-            _per_call(d.cuEventRecord, (ev, self.h), self._checker("cuEventRecord")), self.sync
+            _per_call_raw(d.cuEventRecord, (ev, self.h), self.SUCCESS, "cuEventRecord"), self.sync
         )
 
     def _launch_args(self, name: str, block: int, params: Any) -> tuple[Any, ...]:
@@ -717,16 +746,16 @@ class _RawPeer(_Peer):
 
     def op_launch_empty(self) -> Bench:
         args = self._launch_args("empty", 1, 0)
-        check = self._checker("cuLaunchKernel")
-        return Bench(_per_call(self.drv.cuLaunchKernel, args, check), self.sync)
+        return Bench(
+            _per_call_raw(self.drv.cuLaunchKernel, args, self.SUCCESS, "cuLaunchKernel"), self.sync
+        )
 
     def op_launch_args(self) -> Bench:
         x = int(self._buffer())
         params = ((2.0, x, N_X), (ctypes.c_float, ctypes.c_void_p, ctypes.c_int))
         args = self._launch_args("axpy3", N_X, params)
-        check = self._checker("cuLaunchKernel")
         return Bench(
-            _per_call(self.drv.cuLaunchKernel, args, check),
+            _per_call_raw(self.drv.cuLaunchKernel, args, self.SUCCESS, "cuLaunchKernel"),
             self.sync,
             "kernelParams as ((values), (ctypes types)), packed on every call",
         )
@@ -738,9 +767,8 @@ class _RawPeer(_Peer):
         arr = (ctypes.c_void_p * 3)(ctypes.addressof(a), ctypes.addressof(p), ctypes.addressof(n))
         self._keep.extend((a, p, n, arr))
         args = self._launch_args("axpy3", N_X, ctypes.addressof(arr))
-        check = self._checker("cuLaunchKernel")
         return Bench(
-            _per_call(self.drv.cuLaunchKernel, args, check),
+            _per_call_raw(self.drv.cuLaunchKernel, args, self.SUCCESS, "cuLaunchKernel"),
             self.sync,
             "kernelParams as the int address of a pre-packed ctypes void*[3]",
         )
@@ -762,8 +790,10 @@ class _RawPeer(_Peer):
 
     def op_graph_launch(self) -> Bench:
         exe = self._graph(1)
-        check = self._checker("cuGraphLaunch")
-        return Bench(_per_call(self.drv.cuGraphLaunch, (exe, self.h), check), self.sync)
+        return Bench(
+            _per_call_raw(self.drv.cuGraphLaunch, (exe, self.h), self.SUCCESS, "cuGraphLaunch"),
+            self.sync,
+        )
 
     def op_eager_100(self) -> Bench:
         launch = self.drv.cuLaunchKernel
@@ -797,9 +827,10 @@ class _RawPeer(_Peer):
 
     def op_host_func_enqueue(self) -> Bench:
         fn = self._host_fn(_noop)
-        check = self._checker("cuLaunchHostFunc")
         return Bench(
-            _per_call(self.drv.cuLaunchHostFunc, (self.h, fn, 0), check),
+            _per_call_raw(
+                self.drv.cuLaunchHostFunc, (self.h, fn, 0), self.SUCCESS, "cuLaunchHostFunc"
+            ),
             self.sync,
             self._HOST_NOTE,
         )
@@ -826,15 +857,26 @@ class _RawPeer(_Peer):
 
     def op_write_value32(self) -> Bench:
         p = self._flag()
-        check = self._checker("cuStreamWriteValue32")
-        return Bench(_per_call(self.drv.cuStreamWriteValue32, (self.h, p, 1, 0), check), self.sync)
+        return Bench(
+            _per_call_raw(
+                self.drv.cuStreamWriteValue32,
+                (self.h, p, 1, 0),
+                self.SUCCESS,
+                "cuStreamWriteValue32",
+            ),
+            self.sync,
+        )
 
     def op_wait_value32(self) -> Bench:
         d = self.drv
         p = self._flag()
         geq = int(d.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ)
-        check = self._checker("cuStreamWaitValue32")
-        return Bench(_per_call(d.cuStreamWaitValue32, (self.h, p, 1, geq), check), self.sync)
+        return Bench(
+            _per_call_raw(
+                d.cuStreamWaitValue32, (self.h, p, 1, geq), self.SUCCESS, "cuStreamWaitValue32"
+            ),
+            self.sync,
+        )
 
     def op_alloc_free(self) -> Bench:
         alloc, free = self.drv.cuMemAlloc, self.drv.cuMemFree

@@ -165,6 +165,11 @@ def _base(buf: Any) -> tuple[int, int | None, Any]:
     )
 
 
+#: cudriver.memory.DeviceBuffer, set when that module is imported: the fast path of
+#: the single memory operations takes its handle without resolving an address.
+_DEVICE_BUFFER: Any = None
+
+
 def _address(addr: Any, width: int) -> tuple[int, Any]:
     """``(address, object to keep alive or None)`` for a ``width``-byte operation."""
     if type(addr) is int:
@@ -521,6 +526,13 @@ class MemOpsMixin:
             self._raise_closed()
         if type(addr) is int and not addr & 3 and 0 < addr < _U64:
             a, obj = addr, None  # the common case, without a call
+        elif (
+            type(addr) is _DEVICE_BUFFER
+            and addr._h is not None
+            and not addr._key & 3
+            and addr._nbytes >= 4
+        ):
+            a, obj = addr._h, addr  # its CUdeviceptr: no conversion in the bindings
         else:
             a, obj = _address(addr, 4)
         v = value if type(value) is int and 0 <= value < _U32 else _value(value, 32)
@@ -549,6 +561,13 @@ class MemOpsMixin:
             self._raise_closed()
         if type(addr) is int and not addr & 7 and 0 < addr < _U64:
             a, obj = addr, None  # the common case, without a call
+        elif (
+            type(addr) is _DEVICE_BUFFER
+            and addr._h is not None
+            and not addr._key & 7
+            and addr._nbytes >= 8
+        ):
+            a, obj = addr._h, addr  # its CUdeviceptr: no conversion in the bindings
         else:
             a, obj = _address(addr, 8)
         v = value if type(value) is int and 0 <= value < _U64 else _value(value, 64)
@@ -598,6 +617,13 @@ class MemOpsMixin:
             self._raise_closed()
         if type(addr) is int and not addr & 3 and 0 < addr < _U64:
             a, obj = addr, None  # the common case, without a call
+        elif (
+            type(addr) is _DEVICE_BUFFER
+            and addr._h is not None
+            and not addr._key & 3
+            and addr._nbytes >= 4
+        ):
+            a, obj = addr._h, addr  # its CUdeviceptr: no conversion in the bindings
         else:
             a, obj = _address(addr, 4)
         v = value if type(value) is int and 0 <= value < _U32 else _value(value, 32)
@@ -642,6 +668,13 @@ class MemOpsMixin:
             self._raise_closed()
         if type(addr) is int and not addr & 7 and 0 < addr < _U64:
             a, obj = addr, None  # the common case, without a call
+        elif (
+            type(addr) is _DEVICE_BUFFER
+            and addr._h is not None
+            and not addr._key & 7
+            and addr._nbytes >= 8
+        ):
+            a, obj = addr._h, addr  # its CUdeviceptr: no conversion in the bindings
         else:
             a, obj = _address(addr, 8)
         v = value if type(value) is int and 0 <= value < _U64 else _value(value, 64)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from enum import IntEnum, IntFlag
 from typing import Any, TypeVar
 
@@ -94,10 +93,16 @@ class Context(Handle):
                 release=lambda _h: _drv.cuDevicePrimaryCtxRelease(cudev),
                 func="cuDevicePrimaryCtxRelease",
                 owner=owner,
+                on_release=_forget_borrowed(int(h)),
             )
         else:
             self._init_handle(
-                h, release=_drv.cuCtxDestroy, func="cuCtxDestroy", owned=owned, owner=owner
+                h,
+                release=_drv.cuCtxDestroy,
+                func="cuCtxDestroy",
+                owned=owned,
+                owner=owner,
+                on_release=_forget_borrowed(int(h)) if owned else None,
             )
         return self
 
@@ -187,19 +192,9 @@ class Context(Handle):
     def __exit__(self, *exc: object) -> None:
         self.pop()
 
-    @contextmanager
-    def _scope(self) -> Iterator[None]:
-        """Make this context current for the block, pushing only when it is not."""
-        self._closed_check()
-        r = _drv.cuCtxGetCurrent()
-        if r[0] is SUCCESS and int(r[1]) == self._key:
-            yield
-            return
-        self.push()
-        try:
-            yield
-        finally:
-            _drv.cuCtxPopCurrent()
+    def _scope(self) -> _Scope:
+        """Make this context current for a ``with`` block, pushing only when it is not."""
+        return _Scope(self)
 
     def _call(self, fn: Callable[..., tuple[Any, ...]], name: str, *args: Any) -> Any:
         with self._scope():
@@ -302,6 +297,39 @@ class Context(Handle):
         return " ".join(parts)
 
 
+def _forget_borrowed(key: int) -> Callable[[], None]:
+    def forget() -> None:
+        _borrowed.pop(key, None)
+
+    return forget
+
+
+class _Scope:
+    """``with ctx._scope():`` makes ``ctx`` current for the block (push/pop if needed)."""
+
+    __slots__ = ("ctx", "pushed")
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.pushed = False
+
+    def __enter__(self) -> None:
+        ctx = self.ctx
+        h = ctx._closed_check()
+        r = _cuCtxGetCurrent()
+        if r[0] is SUCCESS and r[1] is not None and int(r[1]) == ctx._key:
+            return
+        p = _drv.cuCtxPushCurrent(h)
+        if p[0] is not SUCCESS:
+            raise make_error(p[0], "cuCtxPushCurrent")
+        self.pushed = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pushed:
+            self.pushed = False
+            _drv.cuCtxPopCurrent()
+
+
 def _limit(limit: Any) -> Any:
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise TypeError(f"limit must be a cudriver.Limit, not {type(limit).__name__}")
@@ -311,7 +339,12 @@ def _limit(limit: Any) -> Any:
         raise ValueError(f"unknown context limit {int(limit)}") from None
 
 
+_cuCtxGetCurrent = _drv.cuCtxGetCurrent
 _thread_current = threading.local()
+#: Borrowed wrappers of contexts seen current, by handle value: made once, so finding
+#: the current context costs one driver call and a dict lookup. Forgotten when an
+#: owned Context of the same handle is closed (the handle may then be reused).
+_borrowed: dict[int, Context] = {}
 _default_lock = threading.Lock()
 _default: Context | None = None
 
@@ -323,12 +356,19 @@ def current_or_default() -> Context:
     primary context (retained once per process and kept until exit).
     """
     global _default
-    init()
-    r = _drv.cuCtxGetCurrent()
+    r = _cuCtxGetCurrent()
     if r[0] is not SUCCESS:
-        raise make_error(r[0], "cuCtxGetCurrent")
-    if int(r[1]) != _NULL:
-        return Context._new(r[1], None, primary=False, owned=False)
+        init()  # the usual reason: cuInit has not been called yet
+        r = _cuCtxGetCurrent()
+        if r[0] is not SUCCESS:
+            raise make_error(r[0], "cuCtxGetCurrent")
+    key = int(r[1])
+    if key != _NULL:
+        ctx = _borrowed.get(key)
+        if ctx is None or ctx._h is None:
+            ctx = _borrowed[key] = Context._new(r[1], None, primary=False, owned=False)
+        return ctx
+    init()
     with _default_lock:
         if _default is None:
             _default = Device(0).primary_context()

@@ -9,6 +9,7 @@ from cuda.bindings import driver as _drv
 from ._bindings import SUCCESS
 from ._handle import Handle
 from .errors import make_error
+from .stream import Stream, stream_handle
 
 if TYPE_CHECKING:
     from .context import Context
@@ -112,10 +113,11 @@ class Event(Handle):
         h = self._h
         if h is None:
             self._raise_closed()
-        sh = getattr(stream, "_h", None)
-        if sh is None:
-            from .stream import stream_handle
-
+        if type(stream) is Stream:
+            sh = stream._h
+            if sh is None:
+                stream._raise_closed()
+        else:
             sh = stream_handle(stream)
         r = _cuEventRecord(h, sh)
         if r[0] is not SUCCESS:

@@ -14,6 +14,7 @@ from . import _bindings, _capture
 from ._bindings import SUCCESS
 from ._handle import Handle
 from .errors import ClosedError, GraphUpdateError, make_error
+from .stream import Stream, stream_handle
 
 if TYPE_CHECKING:
     from .context import Context
@@ -299,10 +300,11 @@ class GraphExec(Handle):
         h = self._h
         if h is None:
             self._raise_closed()
-        sh = getattr(stream, "_h", None)
-        if sh is None:
-            from .stream import stream_handle
-
+        if type(stream) is Stream:
+            sh = stream._h
+            if sh is None:
+                stream._raise_closed()
+        else:
             sh = stream_handle(stream)
         if self._host_records:
             key = int(sh)

@@ -57,6 +57,10 @@ _PTR_ATTR_CONTEXT = _drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_CONTEXT
 _cuCtxGetCurrent = _drv.cuCtxGetCurrent
 _cuCtxPushCurrent = _drv.cuCtxPushCurrent
 _cuCtxPopCurrent = _drv.cuCtxPopCurrent
+_cuMemAlloc = _drv.cuMemAlloc
+_cuMemAllocAsync = _drv.cuMemAllocAsync
+_cuMemFree = _drv.cuMemFree
+_cuMemFreeAsync = _drv.cuMemFreeAsync
 _cuStreamSynchronize = _drv.cuStreamSynchronize
 _cuMemcpyHtoDAsync = _drv.cuMemcpyHtoDAsync
 _cuMemcpyDtoHAsync = _drv.cuMemcpyDtoHAsync
@@ -311,12 +315,18 @@ def _order_after(queue: Any, other: int) -> None:
 
 
 def _free_sync(ctx_h: Any) -> Any:
+    key = int(ctx_h)
+
     def release(dptr: Any) -> Any:
+        # The allocating context must be current; push it only when it is not.
+        cur = _cuCtxGetCurrent()
+        if cur[0] is SUCCESS and cur[1] is not None and int(cur[1]) == key:
+            return _cuMemFree(dptr)
         r = _cuCtxPushCurrent(ctx_h)
         if r[0] is not SUCCESS:
             return r
         try:
-            return _drv.cuMemFree(dptr)
+            return _cuMemFree(dptr)
         finally:
             _cuCtxPopCurrent()
 
@@ -324,14 +334,20 @@ def _free_sync(ctx_h: Any) -> Any:
 
 
 def _free_async(ctx_h: Any, stream: Stream) -> Any:
+    key = int(ctx_h)
+
     def release(dptr: Any) -> Any:
+        sh = stream._h
+        if sh is not None:
+            cur = _cuCtxGetCurrent()
+            if cur[0] is SUCCESS and cur[1] is not None and int(cur[1]) == key:
+                return _cuMemFreeAsync(dptr, sh)
         r = _cuCtxPushCurrent(ctx_h)
         if r[0] is not SUCCESS:
             return r
         try:
-            sh = stream._h
             if sh is not None:
-                return _drv.cuMemFreeAsync(dptr, sh)
+                return _cuMemFreeAsync(dptr, sh)
             # The stream was closed first: work it still had may use the memory, so
             # wait for the context before freeing in legacy-stream order.
             r = _drv.cuCtxSynchronize()
@@ -432,15 +448,24 @@ class DeviceBuffer(Handle):
             sctx = st._context
             if sctx is not None and sctx._key != ctx._key:
                 raise ValueError("stream belongs to another context than the one given")
-        if ctx is None:
-            ctx = st.context if st is not None else current_or_default()
-        with ctx._scope():
+        if ctx is None and st is None:
+            ctx = current_or_default()  # current already: nothing to push
+            pushed = False
+        else:
+            if ctx is None:
+                assert st is not None
+                ctx = st.context
+            pushed = _enter(ctx)
+        try:
             if st is None:
-                r = _drv.cuMemAlloc(n)
+                r = _cuMemAlloc(n)
                 name = "cuMemAlloc"
             else:
-                r = _drv.cuMemAllocAsync(n, st._h)
+                r = _cuMemAllocAsync(n, st._h)
                 name = "cuMemAllocAsync"
+        finally:
+            if pushed:
+                _cuCtxPopCurrent()
         if r[0] is not SUCCESS:
             raise make_error(r[0], name)
         self._set_fields(n, ctx, st, None, None, None, 0)

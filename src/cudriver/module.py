@@ -31,7 +31,7 @@ from ._bindings import SUCCESS
 from ._handle import Handle
 from .context import Context, current_or_default
 from .errors import ClosedError, InvalidImageError, NotSupportedError, make_error
-from .stream import StreamLike, stream_handle
+from .stream import Stream, StreamLike, stream_handle
 
 __all__ = [
     "Module",
@@ -1048,8 +1048,11 @@ class Kernel(Handle):
             lay = self._arg_layout()
         if len(args) != lay.n:
             raise _count_error(self._name, lay.n, len(args))
-        sh = getattr(stream, "_h", None)
-        if sh is None:
+        if type(stream) is Stream:
+            sh = stream._h
+            if sh is None:
+                stream._raise_closed()
+        else:
             sh = stream_handle(stream)
         pool = lay.pool
         try:
@@ -1184,8 +1187,11 @@ class LaunchPlan:
         """
         if self._kernel._h is None:
             self._kernel._raise_closed()
-        sh = getattr(stream, "_h", None)
-        if sh is None:
+        if type(stream) is Stream:
+            sh = stream._h
+            if sh is None:
+                stream._raise_closed()
+        else:
             sh = stream_handle(stream)
         if _capture.ACTIVE:
             _capture.keep(sh, self._kernel, self._args)
@@ -1248,9 +1254,11 @@ class LaunchPlan:
 
 
 def _register_builtin_pointer_types() -> None:
+    from . import _memops
     from .memory import DeviceBuffer
 
     register_pointer_type(DeviceBuffer)
+    _memops._DEVICE_BUFFER = DeviceBuffer
 
 
 _register_builtin_pointer_types()
