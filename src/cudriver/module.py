@@ -16,6 +16,7 @@ whose :meth:`~LaunchPlan.launch` is the fast path.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import struct
 import weakref
@@ -1040,9 +1041,17 @@ class Kernel(Handle):
         h = self._h
         if h is None:
             self._raise_closed()
-        gx, gy, gz = _dims(grid, "grid")
-        bx, by, bz = _dims(block, "block")
-        shmem = _shared(shared_mem)
+        # Inline fast paths for int grid/block and no shared memory; _dims and
+        # _shared validate everything else.
+        if type(grid) is int and 0 < grid <= _UINT_MAX:
+            gx, gy, gz = grid, 1, 1
+        else:
+            gx, gy, gz = _dims(grid, "grid")
+        if type(block) is int and 0 < block <= _UINT_MAX:
+            bx, by, bz = block, 1, 1
+        else:
+            bx, by, bz = _dims(block, "block")
+        shmem = shared_mem if shared_mem == 0 and type(shared_mem) is int else _shared(shared_mem)
         lay = self._layout
         if lay is None:
             lay = self._arg_layout()
@@ -1054,6 +1063,13 @@ class Kernel(Handle):
                 stream._raise_closed()
         else:
             sh = stream_handle(stream)
+        if not args:
+            if _capture.ACTIVE:
+                _capture.keep(sh, self)
+            r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, 0, 0)
+            if r[0] is not SUCCESS:
+                raise self._launch_error(r[0], (gx, gy, gz), (bx, by, bz), shmem)
+            return
         pool = lay.pool
         try:
             scratch = pool.pop()
@@ -1127,6 +1143,7 @@ class LaunchPlan:
         "_bx",
         "_by",
         "_bz",
+        "_call",
         "_f",
         "_gx",
         "_gy",
@@ -1149,6 +1166,7 @@ class LaunchPlan:
     _packed: PackedArgs
     _params: int
     _args: tuple[Any, ...]
+    _call: Any
 
     def __init__(self) -> None:
         raise TypeError("use Kernel.prepare(grid, block, *args)")
@@ -1172,6 +1190,8 @@ class LaunchPlan:
         self._packed = packed
         self._params = packed.address
         self._args = packed.args
+        # The constant leading arguments bound once: a launch passes only the stream.
+        self._call = functools.partial(_cuLaunchKernel, kernel._h, *grid, *block, shmem)
         return self
 
     def launch(self, stream: StreamLike) -> None:
@@ -1195,19 +1215,7 @@ class LaunchPlan:
             sh = stream_handle(stream)
         if _capture.ACTIVE:
             _capture.keep(sh, self._kernel, self._args)
-        r = _cuLaunchKernel(
-            self._f,
-            self._gx,
-            self._gy,
-            self._gz,
-            self._bx,
-            self._by,
-            self._bz,
-            self._shmem,
-            sh,
-            self._params,
-            0,
-        )
+        r = self._call(sh, self._params, 0)
         if r[0] is not SUCCESS:
             raise self._kernel._launch_error(r[0], self.grid, self.block, self._shmem)
 
