@@ -7,11 +7,11 @@ import sys
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src")))
 
-import cudriver  # noqa: E402
+import cudriver
 
 project = "cudriver"
 author = "The cudriver authors"
-copyright = "2026, The cudriver authors"  # noqa: A001
+copyright = "2026, The cudriver authors"
 release = cudriver.__version__
 version = release
 
