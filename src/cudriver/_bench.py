@@ -304,29 +304,37 @@ def measure(
     """
     if n < 1 or repeats < 1:
         raise ValueError("n and repeats must be >= 1")
+    warm_up(bench, n, warmup)
+    samples = [one_repeat(bench, n) for _ in range(repeats)]
+    return float(statistics.median(samples)), samples
+
+
+def warm_up(bench: Bench, n: int, warmup: int | None = None) -> None:
+    """Run a tenth of ``n`` calls (or ``warmup``) untimed, then synchronise."""
     w = max(1, n // 10) if warmup is None else warmup
     if w:
         bench.run(w)
         bench.sync()
     gc.collect()
-    samples: list[float] = []
-    for _ in range(repeats):
-        total = 0.0
-        left = n
-        while left:
-            k = min(left, CHUNK)
-            was_enabled = gc.isenabled()
-            gc.disable()
-            try:
-                v = bench.run(k)
-            finally:
-                if was_enabled:
-                    gc.enable()
-            bench.sync()
-            total += float(v) * k
-            left -= k
-        samples.append(total / n)
-    return float(statistics.median(samples)), samples
+
+
+def one_repeat(bench: Bench, n: int) -> float:
+    """Time ``n`` calls in chunks of at most :data:`CHUNK`; the value per call."""
+    total = 0.0
+    left = n
+    while left:
+        k = min(left, CHUNK)
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            v = bench.run(k)
+        finally:
+            if was_enabled:
+                gc.enable()
+        bench.sync()
+        total += float(v) * k
+        left -= k
+    return total / n
 
 
 _clock = time.perf_counter_ns
@@ -1343,28 +1351,72 @@ def _progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _measure_cell(peer: _Peer, state: str | None, op: Op, n: int, repeats: int) -> Cell:
-    if state is not None:
-        status, _, note = state.partition(":")
-        return Cell(status=status, note=note.strip())
-    # Warnings (e.g. a peer's deprecation notices) are reported in the note, not
-    # raised: under "warnings as errors" they would otherwise abort the measurement.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            bench = peer.bench(op.name)
-            median, samples = measure(bench, n, repeats)
-        except Unavailable as exc:
-            return Cell(status="n/a", note=str(exc))
-        except Exception as exc:
-            peer.recover()
-            return Cell(status="error", note=_error_text(exc))
-    note = bench.note
-    if caught:
-        w = caught[0]
-        extra = f"warning: {w.category.__name__}: {str(w.message).strip().splitlines()[0]}"
-        note = f"{note}; {extra}" if note else extra
-    return Cell(value=median, samples=samples, note=note)
+def _warning_note(caught: list[warnings.WarningMessage]) -> str | None:
+    if not caught:
+        return None
+    w = caught[0]
+    return f"warning: {w.category.__name__}: {str(w.message).strip().splitlines()[0]}"
+
+
+def _measure_row(
+    peers: Sequence[_Peer],
+    states: dict[str, str | None],
+    op: Op,
+    n: int,
+    repeats: int,
+    make_current: Callable[[], None],
+) -> dict[str, Cell]:
+    """Measure ``op`` for every peer, interleaving the peers' repeats.
+
+    Round-robin repeats spread slow drift of the machine (clocks, other load) over
+    every layer alike instead of charging it to whichever layer ran last. Warnings
+    (e.g. a peer's deprecation notices) are reported in the note, not raised: under
+    "warnings as errors" they would otherwise abort the measurement.
+    """
+    cells: dict[str, Cell] = {}
+    live: dict[str, tuple[_Peer, Bench, list[warnings.WarningMessage]]] = {}
+    for p in peers:
+        state = states[p.name]
+        if state is not None:
+            status, _, note = state.partition(":")
+            cells[p.name] = Cell(status=status, note=note.strip())
+            continue
+        make_current()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                bench = p.bench(op.name)
+                warm_up(bench, n)
+            except Unavailable as exc:
+                cells[p.name] = Cell(status="n/a", note=str(exc))
+                continue
+            except Exception as exc:
+                p.recover()
+                cells[p.name] = Cell(status="error", note=_error_text(exc))
+                continue
+        live[p.name] = (p, bench, list(caught))
+    samples: dict[str, list[float]] = {name: [] for name in live}
+    for _ in range(repeats):
+        for name in list(live):
+            p, bench, caught = live[name]
+            make_current()
+            with warnings.catch_warnings(record=True) as more:
+                warnings.simplefilter("always")
+                try:
+                    samples[name].append(one_repeat(bench, n))
+                except Exception as exc:
+                    p.recover()
+                    cells[name] = Cell(status="error", note=_error_text(exc))
+                    del live[name]
+            caught.extend(more)
+    for name, (_p, bench, caught) in live.items():
+        note = bench.note
+        extra = _warning_note(caught)
+        if extra:
+            note = f"{note}; {extra}" if note else extra
+        vals = samples[name]
+        cells[name] = Cell(value=float(statistics.median(vals)), samples=vals, note=note)
+    return {p.name: cells[p.name] for p in peers}
 
 
 def _current_context_int() -> int | None:
@@ -1506,6 +1558,14 @@ def run_benchmarks(
         "cudriver" in live and len(set(live.values())) == 1 and None not in live.values()
     )
     primary = live.get("cudriver")
+
+    def make_current() -> None:
+        if primary is not None:
+            try:
+                cudriver_peer.make_current()
+            except Exception:
+                pass
+
     rows: list[Row] = []
     try:
         for name in names:
@@ -1513,13 +1573,7 @@ def run_benchmarks(
             n = calls_for(op, quick)
             row = Row(op)
             _progress(f"bench: {op.name} ({n} x {repeats})")
-            for p in peers:
-                if primary is not None:
-                    try:
-                        cudriver_peer.make_current()
-                    except Exception:
-                        pass
-                row.cells[p.name] = _measure_cell(p, states[p.name], op, n, repeats)
+            row.cells.update(_measure_row(peers, states, op, n, repeats, make_current))
             rows.append(row)
     finally:
         for p in reversed(peers):
