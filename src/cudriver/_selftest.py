@@ -304,16 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
         "functions and memory operations. Exit status 0 when every check passed.",
     )
 
-    def ordinal(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a device ordinal, not {text!r}") from None
-        if v < 0:
-            raise argparse.ArgumentTypeError(f"a device ordinal is >= 0, not {v}")
-        return v
+    from ._bench import _ordinal
 
-    p.add_argument("--device", metavar="N", type=ordinal, default=0, help="device ordinal")
+    p.add_argument("--device", metavar="N", type=_ordinal, default=0, help="device ordinal")
     return p
 
 
