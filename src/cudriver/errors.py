@@ -4,6 +4,12 @@ Every ``cuda.bindings.driver`` function returns a tuple ``(CUresult, *outs)``.
 :func:`checked` wraps such a function once so that it returns its outputs (none,
 one value, or a tuple) and raises a :class:`CudaError` subclass, chosen from a table
 keyed by the status code, when the call failed.
+
+The classes' hot methods (launch, record, query, memory operations) do not go through
+the generic wrapper, whose ``*args`` re-packing costs measurably on those paths: they
+call the bound bindings function, test ``r[0] is not CUDA_SUCCESS`` by identity, and hand
+failures to the same :func:`make_error`, so every error looks alike wherever it came
+from.
 """
 
 from __future__ import annotations
