@@ -411,6 +411,17 @@ def _latency(
     return run
 
 
+def close_quietly(objs: Iterable[Any]) -> None:
+    """Close each object, ignoring failures: teardown must reach every object."""
+    for obj in objs:
+        if obj is None:
+            continue
+        try:
+            obj.close()
+        except Exception:
+            pass
+
+
 def _noop(*args: Any) -> None:
     return None
 
@@ -623,18 +634,9 @@ class _CudriverPeer(_Peer):
             pass
 
     def close(self) -> None:
-        for obj in reversed(self._keep):
-            try:
-                obj.close()
-            except Exception:
-                pass
+        close_quietly(reversed(self._keep))
         self._keep.clear()
-        for obj in (self._x, self._mod, getattr(self, "stream", None)):
-            if obj is not None:
-                try:
-                    obj.close()
-                except Exception:
-                    pass
+        close_quietly((self._x, self._mod, getattr(self, "stream", None)))
 
 
 class _RawPeer(_Peer):
@@ -656,13 +658,6 @@ class _RawPeer(_Peer):
         if r[0] != self.SUCCESS:
             raise RuntimeError(f"{name} returned {r[0]!r}")
         return r[1] if len(r) == 2 else r[1:]
-
-    def _checker(self, name: str) -> Callable[[Any], None]:
-        def check(r: Any) -> None:
-            if r[0] != self.SUCCESS:
-                raise RuntimeError(f"{name} returned {r[0]!r}")
-
-        return check
 
     def setup(self) -> None:
         from cuda.bindings import driver as drv
@@ -1116,11 +1111,7 @@ class _CudaCorePeer(_Peer):
             pass
 
     def close(self) -> None:
-        for obj in reversed(self._keep):
-            try:
-                obj.close()
-            except Exception:
-                pass
+        close_quietly(reversed(self._keep))
         self._keep.clear()
         if self._x is not None:
             try:

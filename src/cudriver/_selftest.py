@@ -288,11 +288,9 @@ class _Selftest:
                 _wait(stream, 5.0)
             except Exception:
                 pass
-        for obj in reversed(self.objs):
-            try:
-                obj.close()
-            except Exception:
-                pass
+        from ._bench import close_quietly
+
+        close_quietly(reversed(self.objs))
         self.objs.clear()
 
 

@@ -232,8 +232,6 @@ class Graph(Handle):
                 raise make_error(r[0], "cuGraphInstantiate")
             eh = r[1]
         else:
-            from .stream import stream_handle
-
             params = _drv.CUDA_GRAPH_INSTANTIATE_PARAMS()
             params.flags = flags | int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)
             params.hUploadStream = stream_handle(upload_stream)
@@ -318,8 +316,6 @@ class GraphExec(Handle):
 
     def upload(self, stream: StreamLike) -> None:
         """Upload the executable graph's resources on ``stream`` (``cuGraphUpload``)."""
-        from .stream import stream_handle
-
         r = _drv.cuGraphUpload(self.handle, stream_handle(stream))
         if r[0] is not SUCCESS:
             raise make_error(r[0], "cuGraphUpload")

@@ -808,6 +808,32 @@ class DeviceBuffer(Handle):
             raise ValueError(
                 f"size mismatch: src has {n} bytes, this DeviceBuffer has {self._nbytes}"
             )
+        if on_dev:
+            self._transfer(
+                _cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", dst, addr, n, stream, other, keep
+            )
+        else:
+            self._transfer(
+                _cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync", dst, addr, n, stream, other, keep
+            )
+
+    def _transfer(
+        self,
+        copy: Any,
+        name: str,
+        dst: Any,
+        src: Any,
+        n: int,
+        stream: StreamLike,
+        other: int | None,
+        keep: Any,
+    ) -> None:
+        """Run one ``cuMemcpy*Async`` in this buffer's context, ordered and kept alive.
+
+        Without ``stream`` the copy runs on the buffer's own queue and has completed on
+        return (``cuStreamSynchronize``); with one it is only enqueued, and the operands
+        are kept alive with a capture in progress.
+        """
         sh, q = self._queue(stream)
         ctx = self._context
         if ctx is None:
@@ -816,14 +842,9 @@ class DeviceBuffer(Handle):
         try:
             if other is not None:
                 _order_after(q, other)
-            if on_dev:
-                r = _cuMemcpyDtoDAsync(dst, addr, n, q)
-                if r[0] is not SUCCESS:
-                    raise make_error(r[0], "cuMemcpyDtoDAsync")
-            else:
-                r = _cuMemcpyHtoDAsync(dst, addr, n, q)
-                if r[0] is not SUCCESS:
-                    raise make_error(r[0], "cuMemcpyHtoDAsync")
+            r = copy(dst, src, n, q)
+            if r[0] is not SUCCESS:
+                raise make_error(r[0], name)
             if sh is None:
                 r = _cuStreamSynchronize(q)
                 if r[0] is not SUCCESS:
@@ -886,31 +907,14 @@ class DeviceBuffer(Handle):
                 raise ValueError(
                     f"size mismatch: out has {n} bytes, this DeviceBuffer has {self._nbytes}"
                 )
-        sh, q = self._queue(stream)
-        ctx = self._context
-        if ctx is None:
-            ctx = self._resolve_context()
-        pushed = _enter(ctx)
-        try:
-            if other is not None:
-                _order_after(q, other)
-            if on_dev:
-                r = _cuMemcpyDtoDAsync(addr, src, n, q)
-                if r[0] is not SUCCESS:
-                    raise make_error(r[0], "cuMemcpyDtoDAsync")
-            else:
-                r = _cuMemcpyDtoHAsync(addr, src, n, q)
-                if r[0] is not SUCCESS:
-                    raise make_error(r[0], "cuMemcpyDtoHAsync")
-            if sh is None:
-                r = _cuStreamSynchronize(q)
-                if r[0] is not SUCCESS:
-                    raise make_error(r[0], "cuStreamSynchronize")
-            else:
-                _capture.keep(q, keep, self)
-        finally:
-            if pushed:
-                _cuCtxPopCurrent()
+        if on_dev:
+            self._transfer(
+                _cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", addr, src, n, stream, other, keep
+            )
+        else:
+            self._transfer(
+                _cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync", addr, src, n, stream, other, keep
+            )
         return result
 
     def fill(

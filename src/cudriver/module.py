@@ -1144,7 +1144,6 @@ class LaunchPlan:
         "_by",
         "_bz",
         "_call",
-        "_f",
         "_gx",
         "_gy",
         "_gz",
@@ -1155,7 +1154,6 @@ class LaunchPlan:
     )
 
     _kernel: Kernel
-    _f: Any
     _gx: int
     _gy: int
     _gz: int
@@ -1183,7 +1181,6 @@ class LaunchPlan:
         packed = kernel.pack(*args)
         self = object.__new__(cls)
         self._kernel = kernel
-        self._f = kernel._h
         self._gx, self._gy, self._gz = grid
         self._bx, self._by, self._bz = block
         self._shmem = shmem

@@ -169,13 +169,12 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
     :meth:`legacy` and :meth:`per_thread` are borrowed and never destroyed by us.
     """
 
-    __slots__ = ("_capture_graph", "_capture_id", "_context", "_special")
+    __slots__ = ("_capture_id", "_context", "_special")
 
     _kind = "Stream"
 
     _context: Context | None
     _capture_id: int | None
-    _capture_graph: Graph | None
     _special: str | None
 
     def __init__(
@@ -211,7 +210,6 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
     ) -> None:
         self._context = ctx
         self._capture_id = None
-        self._capture_graph = None
         self._special = special
         self._init_handle(
             h,
