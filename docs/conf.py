@@ -28,7 +28,26 @@ html_title = f"cudriver {release}"
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autodoc_default_options = {"members": True, "show-inheritance": True}
+autodoc_default_options = {"members": True}
+# Keep the alias's name in signatures, linked to its entry in the API reference.
+autodoc_type_aliases = {"StreamLike": "cudriver.StreamLike"}
+
+# Nitpicky builds (-n) check every cross-reference to cudriver. References into other
+# projects resolve through intersphinx when their inventories can be fetched; on a
+# build machine without network access they cannot be checked, so they are not
+# reported.
+nitpick_ignore_regex = [
+    (r"py:.*", r"(builtins|collections|typing|typing_extensions|types|os|sys|enum)\b.*"),
+    (r"py:.*", r"(ctypes|uuid)\b.*"),
+    # Sphinx renders a type alias inside a union as a forward reference.
+    (r"py:class", r"TypeAliasForwardRef|'cudriver\.StreamLike'"),
+    # Type variables of overloads.
+    (r"py:class", r".*\._T"),
+    (r"py:.*", r"(numpy|npt|cuda)\b.*"),
+    (r"py:class", r"[A-Z][A-Za-z]*(Error|Exception|Warning)"),
+    (r"py:class", r"(int|float|str|bytes|bool|object|tuple|list|dict|type|None|Any|Self|Callable)"),
+    (r"py:class", r"(Ellipsis|\.\.\.)"),
+]
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 myst_heading_anchors = 3

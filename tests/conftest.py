@@ -1,28 +1,26 @@
-"""Shared fixtures; the ``gpu`` marker skips with a reason when no GPU is usable."""
+"""Shared fixtures, and the skipping of GPU tests where no GPU is usable.
+
+How a test says it needs a GPU: ``@pytest.mark.gpu`` on the test function, or on its
+class when every test of the class needs one. Nothing else: no module-level
+``pytestmark``, no local aliases of the marker, so that each GPU test shows it where it
+is defined and keeps it when it moves. Where no driver or device is usable, the ``gpu``
+tests are skipped with the reason (``pytest_collection_modifyitems`` below).
+
+The tests of behaviour without a driver carry ``no_driver`` from ``tests/_support.py``,
+which holds the plain helpers and constants shared by the test files.
+"""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 
 import pytest
 
 import cudriver as cu
 
+from ._support import Mapped, gpu_unavailable_reason
 
-@functools.cache
-def gpu_unavailable_reason() -> str | None:
-    """None when a driver and a device are usable, else why not (probed once)."""
-    try:
-        cu.init()
-        n = cu.Device.count()
-    except cu.DriverNotFoundError:
-        return "no NVIDIA driver on this machine"
-    except cu.CudaError as exc:
-        return f"the CUDA driver is unusable: {exc}"
-    if n == 0:
-        return "the CUDA driver sees no device"
-    return None
+__all__ = ["gpu_unavailable_reason"]  # also imported from here by test_cli and test_selftest
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -65,3 +63,20 @@ def stream(ctx: cu.Context) -> Iterator[cu.Stream]:
     if not s.closed:
         s.synchronize()
         s.close()
+
+
+@pytest.fixture
+def mapped(ctx: cu.Context) -> Iterator[Mapped]:
+    """4 KiB of zeroed device-mapped pinned memory; its gate word is opened at the end."""
+    m = Mapped(4096)
+    yield m
+    m.open()  # never leave a stream blocked on it
+    m.close()
+
+
+@pytest.fixture
+def fake_stream() -> cu.Stream:
+    """A borrowed Stream over a made-up handle: any driver call with it would fail (or,
+    without a GPU, find no driver), so the errors the tests see come from the checks made
+    before the driver."""
+    return cu.Stream.from_handle(0x1230)

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import ctypes
+import functools
 import gc
 import sys
 import threading
-import time
 import traceback
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
 import pytest
-from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver import _callbacks
-from cudriver._callbacks import HostFuncRecord, registry_size
-from cudriver._memops import WaitCondition
+from cudriver import WaitCondition, _hostfn
+from cudriver._hostfn import HostFuncRecord, registry_size
+
+from ._support import Mapped, blocked, until
 
 # Made-up stream and context keys for the tests without a GPU.
 _S1, _S2, _C1, _C2 = 0x51000, 0x52000, 0xC1000, 0xC2000
@@ -46,20 +44,20 @@ def hook(monkeypatch: pytest.MonkeyPatch) -> _Hook:
 def clean() -> Iterator[None]:
     """Leave the module's registries as they were, whatever the test did."""
     yield
-    with _callbacks._lock:
+    with _hostfn._lock:
         for k in (_S1, _S2, 1):
-            _callbacks.PENDING.pop(k, None)
-            _callbacks._dead.pop(k, None)
-        for key in [k for k, r in _callbacks._holds.items() if r.ctx_key in (_C1, _C2)]:
-            del _callbacks._holds[key]
-    for key in [k for k, r in _callbacks._eager.items() if r.ctx_key in (_C1, _C2)]:
-        del _callbacks._eager[key]
+            _hostfn.PENDING.pop(k, None)
+            _hostfn._dead.pop(k, None)
+        for key in [k for k, r in _hostfn._holds.items() if r.ctx_key in (_C1, _C2)]:
+            del _hostfn._holds[key]
+    for key in [k for k, r in _hostfn._eager.items() if r.ctx_key in (_C1, _C2)]:
+        del _hostfn._eager[key]
 
 
 def _eager(fn: Callable[..., Any], *args: Any, stream: int = _S1, ctx: int = _C1) -> int:
     """Register a record the way launch() does for an eager launch; return its key."""
-    key = next(_callbacks._keys)
-    _callbacks._eager[key] = HostFuncRecord(key, fn, args, {}, stream, ctx)
+    key = next(_hostfn._keys)
+    _hostfn._eager[key] = HostFuncRecord(key, fn, args, {}, stream, ctx)
     return key
 
 
@@ -76,37 +74,37 @@ def test_trampoline_runs_a_record_once_and_forgets_it() -> None:
     before = registry_size()
     key = _eager(out.append, 1)
     assert registry_size() == before + 1
-    _callbacks._TRAMPOLINE(key)
+    _hostfn._TRAMPOLINE(key)
     assert out == [1]
     assert registry_size() == before
-    assert key not in _callbacks._eager
+    assert key not in _hostfn._eager
 
 
 @pytest.mark.usefixtures("clean")
 def test_errors_are_stored_and_raised_by_the_next_sync() -> None:
     out: list[int] = []
-    _callbacks._TRAMPOLINE(_eager(_boom))
-    _callbacks._TRAMPOLINE(_eager(out.append, 2))  # later callbacks still run
+    _hostfn._TRAMPOLINE(_eager(_boom))
+    _hostfn._TRAMPOLINE(_eager(out.append, 2))  # later callbacks still run
     assert out == [2]
     with pytest.raises(cu.HostCallbackError, match="_boom raised ValueError: boom") as ei:
-        _callbacks.after_sync(_S1)
+        _hostfn.after_sync(_S1)
     cause = ei.value.__cause__
     assert isinstance(cause, ValueError)
     assert ei.value.errors == [cause]  # type: ignore[attr-defined]
     frames = [f.name for f in traceback.extract_tb(cause.__traceback__)]
     assert "_boom" in frames
-    _callbacks.after_sync(_S1)  # collected: nothing more
-    assert _S1 not in _callbacks.PENDING
+    _hostfn.after_sync(_S1)  # collected: nothing more
+    assert _S1 not in _hostfn.PENDING
 
 
 @pytest.mark.usefixtures("clean")
 def test_several_errors_raise_the_first_and_count_the_rest() -> None:
     for m in ("first", "second", "third"):
-        _callbacks._TRAMPOLINE(_eager(_boom, m))
+        _hostfn._TRAMPOLINE(_eager(_boom, m))
     with pytest.raises(
         cu.HostCallbackError, match=r"first \(and 2 more host-function errors"
     ) as ei:
-        _callbacks.after_sync(_S1)
+        _hostfn.after_sync(_S1)
     errs = ei.value.errors  # type: ignore[attr-defined]
     assert [str(e) for e in errs] == ["first", "second", "third"]
     assert ei.value.__cause__ is errs[0]
@@ -114,10 +112,10 @@ def test_several_errors_raise_the_first_and_count_the_rest() -> None:
 
 @pytest.mark.usefixtures("clean")
 def test_errors_stay_with_their_stream() -> None:
-    _callbacks._TRAMPOLINE(_eager(_boom, "on s2", stream=_S2))
-    _callbacks.after_sync(_S1)  # another stream: nothing
+    _hostfn._TRAMPOLINE(_eager(_boom, "on s2", stream=_S2))
+    _hostfn.after_sync(_S1)  # another stream: nothing
     with pytest.raises(cu.HostCallbackError, match="on s2"):
-        _callbacks.after_sync(_S2)
+        _hostfn.after_sync(_S2)
 
 
 @pytest.mark.usefixtures("clean")
@@ -125,29 +123,29 @@ def test_base_exceptions_are_stored_too() -> None:
     def leave() -> None:
         raise SystemExit(3)
 
-    _callbacks._TRAMPOLINE(_eager(leave))  # the process survives
+    _hostfn._TRAMPOLINE(_eager(leave))  # the process survives
     with pytest.raises(cu.HostCallbackError) as ei:
-        _callbacks.after_sync(_S1)
+        _hostfn.after_sync(_S1)
     assert isinstance(ei.value.__cause__, SystemExit)
 
 
 @pytest.mark.usefixtures("clean")
 def test_context_sync_collects_its_streams_errors_only() -> None:
-    _callbacks._TRAMPOLINE(_eager(_boom, "c1 s1", stream=_S1, ctx=_C1))
-    _callbacks._TRAMPOLINE(_eager(_boom, "c2 s1", stream=_S1, ctx=_C2))
-    _callbacks._TRAMPOLINE(_eager(_boom, "c1 s2", stream=_S2, ctx=_C1))
+    _hostfn._TRAMPOLINE(_eager(_boom, "c1 s1", stream=_S1, ctx=_C1))
+    _hostfn._TRAMPOLINE(_eager(_boom, "c2 s1", stream=_S1, ctx=_C2))
+    _hostfn._TRAMPOLINE(_eager(_boom, "c1 s2", stream=_S2, ctx=_C1))
     with pytest.raises(cu.HostCallbackError, match=r"c1 s1 \(and 1 more") as ei:
-        _callbacks.after_context_sync(_C1)
+        _hostfn.after_context_sync(_C1)
     assert [str(e) for e in ei.value.errors] == ["c1 s1", "c1 s2"]  # type: ignore[attr-defined]
-    assert _S2 not in _callbacks.PENDING
+    assert _S2 not in _hostfn.PENDING
     with pytest.raises(cu.HostCallbackError, match="c2 s1"):
-        _callbacks.after_sync(_S1)
+        _hostfn.after_sync(_S1)
 
 
 @pytest.mark.usefixtures("clean")
 def test_uncollected_errors_reach_unraisablehook_on_release(hook: _Hook) -> None:
-    _callbacks._TRAMPOLINE(_eager(_boom, "never collected"))
-    release = _callbacks.watch_stream(_S1)
+    _hostfn._TRAMPOLINE(_eager(_boom, "never collected"))
+    release = _hostfn.watch_stream(_S1)
     release()
     assert len(hook.seen) == 1
     args = hook.seen[0]
@@ -156,25 +154,25 @@ def test_uncollected_errors_reach_unraisablehook_on_release(hook: _Hook) -> None
     assert "never collected" in str(args.exc_value)
     assert "closed before synchronize() collected it" in args.err_msg
     assert args.object is _boom
-    assert _S1 not in _callbacks.PENDING
+    assert _S1 not in _hostfn.PENDING
 
 
 @pytest.mark.usefixtures("clean")
 def test_errors_after_the_stream_was_closed_are_reported_at_once(hook: _Hook) -> None:
-    _callbacks.watch_stream(_S1)()
+    _hostfn.watch_stream(_S1)()
     assert hook.seen == []  # no errors, nothing reported
-    _callbacks._TRAMPOLINE(_eager(_boom, "late"))
+    _hostfn._TRAMPOLINE(_eager(_boom, "late"))
     assert len(hook.seen) == 1
     assert "late" in str(hook.seen[0].exc_value)
-    assert _S1 not in _callbacks.PENDING
-    _callbacks.watch_stream(_S1)  # the handle value reused by a new stream
-    assert _S1 not in _callbacks._dead
+    assert _S1 not in _hostfn.PENDING
+    _hostfn.watch_stream(_S1)  # the handle value reused by a new stream
+    assert _S1 not in _hostfn._dead
 
 
 @pytest.mark.usefixtures("clean")
 def test_unknown_key_is_reported_not_crashed(hook: _Hook) -> None:
-    _callbacks._TRAMPOLINE(987_654_321_000)
-    _callbacks._TRAMPOLINE(None)  # a NULL user data pointer
+    _hostfn._TRAMPOLINE(987_654_321_000)
+    _hostfn._TRAMPOLINE(None)  # a NULL user data pointer
     assert len(hook.seen) == 2
     assert "was not found" in str(hook.seen[0].exc_value)
 
@@ -183,18 +181,18 @@ def test_trampoline_lets_nothing_escape(monkeypatch: pytest.MonkeyPatch, hook: _
     def broken(key: int) -> None:
         raise RuntimeError("internal failure")
 
-    monkeypatch.setattr(_callbacks, "_run", broken)
-    _callbacks._TRAMPOLINE(1)  # returns normally
+    monkeypatch.setattr(_hostfn, "_run", broken)
+    _hostfn._TRAMPOLINE(1)  # returns normally
     assert "internal failure" in str(hook.seen[0].exc_value)
 
 
 @pytest.mark.usefixtures("clean")
 def test_stream_key_write_holds_a_captured_record_until_it_ran() -> None:
     out: list[int] = []
-    key = next(_callbacks._keys)
+    key = next(_hostfn._keys)
     rec = HostFuncRecord(key, out.append, (7,), {}, 0, _C1)
     assert rec.stream_key == 1  # NULL means the legacy stream
-    _callbacks._captured[key] = weakref.ref(rec)
+    _hostfn._captured[key] = weakref.ref(rec)
     wr = weakref.ref(rec)
     rec.stream_key = _S1  # what GraphExec.launch does, twice
     rec.stream_key = _S1
@@ -202,42 +200,54 @@ def test_stream_key_write_holds_a_captured_record_until_it_ran() -> None:
     del rec
     gc.collect()
     assert wr() is not None  # held while the launches are in flight
-    _callbacks._TRAMPOLINE(key)
+    _hostfn._TRAMPOLINE(key)
     assert wr() is not None
-    _callbacks._TRAMPOLINE(key)
+    _hostfn._TRAMPOLINE(key)
     assert out == [7, 7]
     gc.collect()
     assert wr() is None
-    _callbacks._captured.pop(key, None)
+    _hostfn._captured.pop(key, None)
 
 
 @pytest.mark.usefixtures("clean")
-def test_sync_drops_holds_of_launches_that_never_ran() -> None:
-    key = next(_callbacks._keys)
-    rec = HostFuncRecord(key, print, (), {}, _S1, _C1)
+@pytest.mark.parametrize(
+    ("ctx_key", "launched_on", "other_sync", "own_sync"),
+    [
+        (
+            _C1,
+            _S2,
+            functools.partial(_hostfn.after_sync, _S1),
+            functools.partial(_hostfn.after_sync, _S2),
+        ),
+        (
+            _C2,
+            _S1,
+            functools.partial(_hostfn.after_context_sync, _C1),
+            functools.partial(_hostfn.after_context_sync, _C2),
+        ),
+    ],
+    ids=["stream", "context"],
+)
+def test_sync_drops_holds_of_launches_that_never_ran(
+    ctx_key: int,
+    launched_on: int,
+    other_sync: Callable[[], None],
+    own_sync: Callable[[], None],
+) -> None:
+    rec = HostFuncRecord(next(_hostfn._keys), print, (), {}, _S1, ctx_key)
     wr = weakref.ref(rec)
-    rec.stream_key = _S2
+    rec.stream_key = launched_on
     del rec
-    _callbacks.after_sync(_S1)
+    other_sync()  # another stream's or context's synchronize: still held
     assert wr() is not None
-    _callbacks.after_sync(_S2)
+    own_sync()
     gc.collect()
     assert wr() is None
-    key2 = next(_callbacks._keys)
-    rec2 = HostFuncRecord(key2, print, (), {}, _S1, _C2)
-    wr2 = weakref.ref(rec2)
-    rec2.stream_key = _S1
-    del rec2
-    _callbacks.after_context_sync(_C1)
-    assert wr2() is not None
-    _callbacks.after_context_sync(_C2)
-    gc.collect()
-    assert wr2() is None
-    assert _S1 not in _callbacks.PENDING
+    assert _S1 not in _hostfn.PENDING
 
 
-def test_launch_host_func_checks_before_the_driver() -> None:
-    s = cu.Stream.from_handle(0x1230)
+def test_launch_host_func_checks_before_the_driver(fake_stream: cu.Stream) -> None:
+    s = fake_stream
     with pytest.raises(TypeError, match="needs a callable, not int"):
         s.launch_host_func(5)  # type: ignore[arg-type]
     s.close()
@@ -246,7 +256,7 @@ def test_launch_host_func_checks_before_the_driver() -> None:
 
 
 def test_unraisable_args_are_the_interpreters_type() -> None:
-    t = _callbacks._unraisable_args_type()
+    t = _hostfn._unraisable_args_type()
     assert t is not None
     assert t.__name__ == "UnraisableHookArgs"
 
@@ -254,40 +264,7 @@ def test_unraisable_args_are_the_interpreters_type() -> None:
 # -- with a GPU --------------------------------------------------------------------------------
 
 
-def _ok(r: tuple[Any, ...]) -> Any:
-    assert r[0] == drv.CUresult.CUDA_SUCCESS, r[0]
-    return r[1] if len(r) == 2 else r[1:]
-
-
-class Flag:
-    """One device-mapped pinned uint32, shaped like a PinnedBuffer."""
-
-    def __init__(self) -> None:
-        self.ptr = int(_ok(drv.cuMemHostAlloc(64, drv.CU_MEMHOSTALLOC_DEVICEMAP)))
-        self.nbytes = 64
-        self.device_ptr = int(_ok(drv.cuMemHostGetDevicePointer(self.ptr, 0)))
-        self.u32 = np.ctypeslib.as_array((ctypes.c_uint32 * 16).from_address(self.ptr))
-        self.u32[:] = 0
-
-    def close(self) -> None:
-        _ok(drv.cuMemFreeHost(self.ptr))
-
-
-@pytest.fixture
-def flag(ctx: cu.Context) -> Iterator[Flag]:
-    f = Flag()
-    yield f
-    f.u32[0] = 1  # never leave a stream blocked on it
-    f.close()
-
-
-def _until(pred: Callable[[], bool], timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.0005)
-    return bool(pred())
+# The `mapped` fixture (conftest.py) is device-mapped pinned memory: word 0 gates waits.
 
 
 @pytest.mark.gpu
@@ -304,22 +281,18 @@ def test_host_func_runs_in_stream_order(stream: cu.Stream) -> None:
 
 
 @pytest.mark.gpu
-def test_host_func_delays_later_work(stream: cu.Stream, flag: Flag) -> None:
+def test_host_func_delays_later_work(stream: cu.Stream, mapped: Mapped) -> None:
     release = threading.Event()
 
     def slow() -> None:
         release.wait(10)
 
     stream.launch_host_func(slow)
-    stream.write_value32((flag, 4), 9)
-    try:
-        time.sleep(0.05)
-        assert not stream.query()
-        assert flag.u32[1] == 0
-    finally:
-        release.set()
+    stream.write_value32((mapped, 4), 9)
+    with blocked(stream, release.set):
+        assert mapped.u32[1] == 0
     stream.synchronize()
-    assert flag.u32[1] == 9
+    assert mapped.u32[1] == 9
 
 
 @pytest.mark.gpu
@@ -359,18 +332,18 @@ def test_captured_host_func_runs_on_every_replay_without_user_references(
 
 
 @pytest.mark.gpu
-def test_exec_dropped_while_its_launch_is_in_flight(stream: cu.Stream, flag: Flag) -> None:
+def test_exec_dropped_while_its_launch_is_in_flight(stream: cu.Stream, mapped: Mapped) -> None:
     calls: list[str] = []
     base = registry_size()
     with stream.capture() as g:
         stream.launch_host_func(calls.append, "ran")
     exe = g.instantiate()
     del g
-    stream.wait_value32(flag, 1, WaitCondition.EQ)
+    stream.wait_value32(mapped, 1, WaitCondition.EQ)
     exe.launch(stream)
     # Open the gate from another thread, so that even a destroy that waited for the
     # launch could not hang this test.
-    timer = threading.Timer(0.3, lambda: flag.u32.__setitem__(0, 1))
+    timer = threading.Timer(0.3, mapped.open)
     timer.start()
     try:
         del exe
@@ -445,13 +418,15 @@ def test_uncollected_error_reaches_unraisablehook_on_close(ctx: cu.Context, hook
 
 
 @pytest.mark.gpu
-def test_error_after_close_reaches_unraisablehook(ctx: cu.Context, flag: Flag, hook: _Hook) -> None:
+def test_error_after_close_reaches_unraisablehook(
+    ctx: cu.Context, mapped: Mapped, hook: _Hook
+) -> None:
     s = cu.Stream(context=ctx)
-    s.wait_value32(flag, 1, WaitCondition.EQ)
+    s.wait_value32(mapped, 1, WaitCondition.EQ)
     s.launch_host_func(_boom, "after close")
     s.close()  # the driver finishes the stream's work after this returns
-    flag.u32[0] = 1
-    assert _until(lambda: len(hook.seen) == 1)
+    mapped.open()
+    assert until(lambda: len(hook.seen) == 1)
     assert "after close" in str(hook.seen[0].exc_value)
     ctx.synchronize()  # nothing left to raise
 

@@ -5,15 +5,14 @@ from cuda.bindings import driver as drv
 
 import cudriver as cu
 
-pytestmark = pytest.mark.gpu
+from ._support import unwrap
 
 
 def _current() -> int:
-    r = drv.cuCtxGetCurrent()
-    assert r[0] == drv.CUresult.CUDA_SUCCESS
-    return int(r[1])
+    return int(unwrap(drv.cuCtxGetCurrent()))
 
 
+@pytest.mark.gpu
 def test_primary_retained_and_released(device: cu.Device) -> None:
     ctx = device.primary_context()
     assert ctx.is_primary
@@ -28,6 +27,7 @@ def test_primary_retained_and_released(device: cu.Device) -> None:
     ctx.close()
 
 
+@pytest.mark.gpu
 def test_current_and_set_current(ctx: cu.Context) -> None:
     cur = cu.Context.current()
     assert cur == ctx
@@ -37,6 +37,7 @@ def test_current_and_set_current(ctx: cu.Context) -> None:
     assert _current() == int(ctx)
 
 
+@pytest.mark.gpu
 def test_with_pushes_and_restores(ctx: cu.Context, device: cu.Device) -> None:
     created = cu.Context.create(device)
     try:
@@ -51,6 +52,7 @@ def test_with_pushes_and_restores(ctx: cu.Context, device: cu.Device) -> None:
     assert created.closed
 
 
+@pytest.mark.gpu
 def test_with_restores_on_exception(ctx: cu.Context, device: cu.Device) -> None:
     created = cu.Context.create(device, flags=cu.ContextFlags.SCHED_BLOCKING_SYNC)
     with pytest.raises(KeyError), created:
@@ -64,6 +66,7 @@ def test_with_restores_on_exception(ctx: cu.Context, device: cu.Device) -> None:
     created.close()
 
 
+@pytest.mark.gpu
 def test_synchronize_and_priority_range(ctx: cu.Context) -> None:
     ctx.synchronize()
     least, greatest = ctx.stream_priority_range
@@ -71,6 +74,7 @@ def test_synchronize_and_priority_range(ctx: cu.Context) -> None:
     assert ctx.api_version > 0
 
 
+@pytest.mark.gpu
 def test_limits(ctx: cu.Context) -> None:
     old = ctx.stack_size
     assert old > 0
@@ -87,6 +91,7 @@ def test_limits(ctx: cu.Context) -> None:
         ctx.get_limit(9999)
 
 
+@pytest.mark.gpu
 def test_closed_context_raises(device: cu.Device) -> None:
     created = cu.Context.create(device)
     created.close()
@@ -99,6 +104,7 @@ def test_closed_context_raises(device: cu.Device) -> None:
     assert repr(created) == "<cudriver.Context closed>"
 
 
+@pytest.mark.gpu
 def test_from_handle_and_repr(ctx: cu.Context) -> None:
     b = cu.Context.from_handle(ctx.handle)
     assert b == ctx
@@ -112,10 +118,12 @@ def test_from_handle_and_repr(ctx: cu.Context) -> None:
         cu.Context()
 
 
+@pytest.mark.gpu
 def test_raw_calls_accept_objects(ctx: cu.Context) -> None:
     assert cu.driver.cuCtxGetApiVersion(ctx) == ctx.api_version
 
 
+@pytest.mark.gpu
 def test_set_current_keeps_temporary_alive(device: cu.Device, ctx: cu.Context) -> None:
     created = cu.Context.create(device)
     key = int(created)

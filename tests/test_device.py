@@ -7,9 +7,10 @@ from cuda.bindings import driver as drv
 
 import cudriver as cu
 
-pytestmark = pytest.mark.gpu
+from ._support import unwrap
 
 
+@pytest.mark.gpu
 def test_one_object_per_ordinal(device: cu.Device) -> None:
     assert cu.Device(0) is device
     assert cu.Device() is device
@@ -17,10 +18,12 @@ def test_one_object_per_ordinal(device: cu.Device) -> None:
     assert cu.Device(drv.CUdevice(0)) is device
     assert int(device) == 0
     assert device.ordinal == 0
-    assert cu.Device.count() >= 1
+    assert cu.Device.count() == unwrap(drv.cuDeviceGetCount())
+    assert len(cu.Device.all()) == cu.Device.count()
     assert cu.Device.all()[0] is device
 
 
+@pytest.mark.gpu
 def test_properties(device: cu.Device) -> None:
     assert isinstance(device.name, str) and device.name
     assert isinstance(device.uuid, uuid.UUID)
@@ -33,6 +36,7 @@ def test_properties(device: cu.Device) -> None:
     assert repr(device).startswith("<cudriver.Device 0")
 
 
+@pytest.mark.gpu
 def test_attribute_accepts_enum_raw_and_int(device: cu.Device) -> None:
     a = device.attribute(cu.DeviceAttribute.MAX_THREADS_PER_BLOCK)
     b = device.attribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
@@ -40,6 +44,7 @@ def test_attribute_accepts_enum_raw_and_int(device: cu.Device) -> None:
     assert a == b == c >= 512
 
 
+@pytest.mark.gpu
 def test_bad_ordinal_is_clear() -> None:
     n = cu.Device.count()
     with pytest.raises(cu.InvalidDeviceError, match=f"ordinal {n} is out of range"):
@@ -50,18 +55,23 @@ def test_bad_ordinal_is_clear() -> None:
         cu.Device("0")  # type: ignore[arg-type]
 
 
+@pytest.mark.gpu
 def test_bad_attribute(device: cu.Device) -> None:
     with pytest.raises(cu.NotSupportedError, match="unknown to the installed cuda-bindings"):
         device.attribute(99999)
 
 
+@pytest.mark.gpu
 def test_peer(device: cu.Device) -> None:
     assert device.can_access_peer(device) is False
     for other in cu.Device.all()[1:]:
         assert isinstance(device.can_access_peer(other), bool)
 
 
+@pytest.mark.gpu
 def test_driver_version() -> None:
     major, minor = cu.driver_version()
+    raw = unwrap(drv.cuDriverGetVersion())  # 1000 * major + 10 * minor, e.g. 13000
+    assert major * 1000 + minor * 10 == raw
     assert major >= 12
-    assert 0 <= minor < 100
+    assert minor <= 9

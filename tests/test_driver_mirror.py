@@ -6,7 +6,7 @@ from cuda.bindings import driver as raw
 import cudriver as cu
 from cudriver import driver
 
-from .conftest import gpu_unavailable_reason
+from ._support import no_driver
 
 
 def test_types_and_enums_pass_through() -> None:
@@ -47,7 +47,7 @@ def test_every_function_wraps() -> None:
             assert getattr(driver, n).__wrapped__ is getattr(raw, n)
 
 
-@pytest.mark.skipif(gpu_unavailable_reason() is None, reason="a driver is present")
+@no_driver
 def test_no_driver_error_is_clear() -> None:
     with pytest.raises(cu.DriverNotFoundError, match="CUDA driver not found") as info:
         driver.cuInit(0)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import cudriver as cu
@@ -26,10 +28,11 @@ class TestEventGPU:
     def test_elapsed(self, stream: cu.Stream) -> None:
         a, b = cu.Event(), cu.Event(blocking=True)
         a.record(stream)
+        stream.launch_host_func(time.sleep, 0.05)  # b completes 50 ms after a, at least
         b.record(stream)
         b.synchronize()
         ms = a.elapsed_ms(b)
-        assert ms >= 0.0
+        assert 40.0 < ms < 10_000.0
         nt = cu.Event(timing=False)
         nt.record(stream)
         nt.synchronize()

@@ -8,6 +8,8 @@ from cuda.bindings import driver as drv
 
 import cudriver as cu
 
+from ._support import COPY_KERNEL, load_kernels
+
 
 def test_enums() -> None:
     mode = drv.CUstreamCaptureMode
@@ -27,7 +29,8 @@ def test_pending_graph_is_unusable() -> None:
         g.instantiate()
 
 
-SRC = r"""
+SRC = (
+    r"""
 extern "C" __global__ void scale(float* x, float a, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] *= a;
@@ -36,11 +39,9 @@ extern "C" __global__ void add(float* x, const float* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] += y[i];
 }
-extern "C" __global__ void copy(float* out, const float* in, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = in[i];
-}
 """
+    + COPY_KERNEL
+)
 
 N = 4096
 GRID, BLOCK = (N + 255) // 256, 256
@@ -48,9 +49,7 @@ GRID, BLOCK = (N + 255) // 256, 256
 
 @pytest.fixture(scope="module")
 def kernels(primary: cu.Context) -> dict[str, cu.Kernel]:
-    primary.set_current()
-    mod = cu.Module.load(cu.compile(SRC))
-    return {name: mod.kernel(name) for name in ("scale", "add", "copy")}
+    return load_kernels(primary, SRC, "scale", "add", "copy")
 
 
 def _arr(seed: int) -> np.ndarray:
@@ -95,7 +94,8 @@ class TestCapture:
         stream.begin_capture(cu.CaptureMode.GLOBAL)
         assert stream.is_capturing
         assert stream.capture_status is cu.CaptureStatus.ACTIVE
-        assert isinstance(stream.capture_id, int)
+        first_id = stream.capture_id
+        assert isinstance(first_id, int)
         kernels["scale"].launch(stream, GRID, BLOCK, x, 1.0, N)
         live = stream.capture_graph
         assert live is not None
@@ -108,6 +108,7 @@ class TestCapture:
         assert g.num_nodes == 1
         assert stream.capture_status is cu.CaptureStatus.NONE
         with stream.capture(cu.CaptureMode.RELAXED) as g2:
+            assert stream.capture_id not in (None, first_id)  # each capture has its own
             kernels["scale"].launch(stream, GRID, BLOCK, x, 1.0, N)
         assert g2.num_nodes == 1
 

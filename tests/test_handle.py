@@ -11,6 +11,8 @@ from cuda.bindings import driver as drv
 import cudriver as cu
 from cudriver._handle import Handle, release_state
 
+from ._support import keeps_alive
+
 OK = (drv.CUresult.CUDA_SUCCESS,)
 
 
@@ -100,21 +102,8 @@ def test_borrowed_never_releases() -> None:
 
 def test_owner_kept_alive() -> None:
     log: list[int] = []
-
-    class Owner:
-        pass
-
-    import weakref
-
-    o = Owner()
-    ref = weakref.ref(o)
-    t = Thing(0x15, log, owned=False, owner=o)
-    del o
-    gc.collect()
-    assert ref() is not None
-    del t
-    gc.collect()
-    assert ref() is None
+    keeps_alive(lambda owner: Thing(0x15, log, owned=False, owner=owner))
+    assert log == []  # borrowed: nothing released
 
 
 def test_dependants_released_before_dependencies() -> None:

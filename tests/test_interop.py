@@ -7,20 +7,19 @@ import pytest
 
 import cudriver as cu
 
-pytestmark = pytest.mark.gpu
+from ._support import COPY_KERNEL, import_or_skip, load_kernels
 
-SRC = r"""
+SRC = (
+    r"""
 extern "C" __global__ void slow_fill(float* x, float v, int n, long long spin) {
     long long t0 = clock64();
     while (clock64() - t0 < spin) { }
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = v;
 }
-extern "C" __global__ void copy(float* out, const float* in, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = in[i];
-}
 """
+    + COPY_KERNEL
+)
 N = 1 << 16
 GRID, BLOCK = N // 256, 256
 SPIN = 20_000_000  # about 10 ms of clock cycles: unordered work would see old data
@@ -28,11 +27,10 @@ SPIN = 20_000_000  # about 10 ms of clock cycles: unordered work would see old d
 
 @pytest.fixture(scope="module")
 def k(primary: cu.Context) -> dict[str, cu.Kernel]:
-    primary.set_current()
-    mod = cu.Module.load(cu.compile(SRC))
-    return {"slow_fill": mod.kernel("slow_fill"), "copy": mod.kernel("copy")}
+    return load_kernels(primary, SRC, "slow_fill", "copy")
 
 
+@pytest.mark.gpu
 def test_two_streams_ordered_only_by_an_event(ctx: cu.Context, k: dict) -> None:
     producer, consumer = cu.Stream(), cu.Stream()
     x = cu.DeviceBuffer.from_array(np.zeros(N, np.float32))
@@ -48,6 +46,7 @@ def test_two_streams_ordered_only_by_an_event(ctx: cu.Context, k: dict) -> None:
     assert start.elapsed_ms(done) > 1.0  # the spin really ran before the fill
 
 
+@pytest.mark.gpu
 def test_unordered_streams_would_race(ctx: cu.Context, k: dict) -> None:
     # The control for the test above: without the wait, the consumer sees old data.
     producer, consumer = cu.Stream(), cu.Stream()
@@ -61,8 +60,9 @@ def test_unordered_streams_would_race(ctx: cu.Context, k: dict) -> None:
     assert (early == 0).all()
 
 
+@pytest.mark.gpu
 def test_torch_stream_orders_with_torch_work(ctx: cu.Context, k: dict) -> None:
-    torch = pytest.importorskip("torch")
+    torch = import_or_skip("torch")
     ts = torch.cuda.Stream()
     s = cu.Stream.from_handle(ts)
     assert not s.owned
@@ -85,8 +85,9 @@ def test_torch_stream_orders_with_torch_work(ctx: cu.Context, k: dict) -> None:
     np.testing.assert_array_equal(out.copy_to().view(np.float32), np.full(N, 3, np.float32))
 
 
+@pytest.mark.gpu
 def test_cupy_stream_orders_with_cupy_work(ctx: cu.Context, k: dict) -> None:
-    cupy = pytest.importorskip("cupy")
+    cupy = import_or_skip("cupy")
     cs = cupy.cuda.Stream(non_blocking=True)
     s = cu.Stream.from_handle(cs)
     assert int(s) == cs.ptr

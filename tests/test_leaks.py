@@ -10,7 +10,7 @@ from cuda.bindings import driver as drv
 
 import cudriver as cu
 
-pytestmark = pytest.mark.gpu
+from ._support import unwrap
 
 
 def _live_finalizers() -> int:
@@ -19,11 +19,11 @@ def _live_finalizers() -> int:
 
 
 def _free_bytes() -> int:
-    r = drv.cuMemGetInfo()
-    assert r[0] == drv.CUresult.CUDA_SUCCESS
-    return int(r[1])
+    free, _total = unwrap(drv.cuMemGetInfo())
+    return int(free)
 
 
+@pytest.mark.gpu
 def test_streams_events_graphs_released(ctx: cu.Context) -> None:
     base = _live_finalizers()
     side = cu.Stream()
@@ -40,8 +40,9 @@ def test_streams_events_graphs_released(ctx: cu.Context) -> None:
     assert _live_finalizers() <= base
 
 
+@pytest.mark.gpu
 def test_device_memory_comes_back(ctx: cu.Context) -> None:
-    from cudriver.memory import DeviceBuffer
+    from cudriver import DeviceBuffer
 
     ctx.synchronize()
     before = _free_bytes()

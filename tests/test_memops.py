@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import ctypes
 import pickle
-import time
-from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,17 +11,17 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver._memops import (
+from cudriver import (
     MAX_BATCH_MEM_OPS,
+    DeviceAttribute,
     MemOp,
     MemOpType,
+    NotSupportedError,
     WaitCondition,
-    _address,
-    _check_ops,
-    _value,
 )
-from cudriver.device import DeviceAttribute
-from cudriver.errors import NotSupportedError
+from cudriver.memops import _address, _check_ops, _value
+
+from ._support import Mapped, RawBuffer, blocked, until
 
 # -- without a GPU ---------------------------------------------------------------------
 
@@ -230,10 +227,8 @@ def test_batch_size_limits() -> None:
         _check_ops([op, 5])
 
 
-def test_stream_methods_validate_before_the_driver() -> None:
-    # A borrowed wrapper of a made-up handle: any driver call would fail (or, here
-    # without a GPU, find no driver), so these errors come from the checks.
-    s = cu.Stream.from_handle(0x1230)
+def test_stream_methods_validate_before_the_driver(fake_stream: cu.Stream) -> None:
+    s = fake_stream
     with pytest.raises(ValueError, match="aligned"):
         s.write_value32(0x1002, 1)
     with pytest.raises(ValueError, match="unsigned 32-bit"):
@@ -260,67 +255,7 @@ def test_stream_methods_validate_before_the_driver() -> None:
 
 
 # -- with a GPU: raw driver memory (cudriver.memory is not used here) ------------------------
-
-
-def _ok(r: tuple[Any, ...]) -> Any:
-    assert r[0] == drv.CUresult.CUDA_SUCCESS, r[0]
-    return r[1] if len(r) == 2 else r[1:]
-
-
-class Mapped:
-    """Device-mapped pinned host memory, shaped like a PinnedBuffer."""
-
-    def __init__(self, nbytes: int) -> None:
-        flags = drv.CU_MEMHOSTALLOC_DEVICEMAP
-        self.ptr = int(_ok(drv.cuMemHostAlloc(nbytes, flags)))
-        self.nbytes = nbytes
-        self.device_ptr = int(_ok(drv.cuMemHostGetDevicePointer(self.ptr, 0)))
-        raw = (ctypes.c_uint32 * (nbytes // 4)).from_address(self.ptr)
-        self.u32 = np.ctypeslib.as_array(raw)
-        self.u32[:] = 0
-
-    def u64(self, i: int) -> int:
-        return int(ctypes.c_uint64.from_address(self.ptr + 8 * i).value)
-
-    def close(self) -> None:
-        _ok(drv.cuMemFreeHost(self.ptr))
-
-
-class DevMem:
-    """Device memory, shaped like a DeviceBuffer."""
-
-    def __init__(self, nbytes: int) -> None:
-        self.ptr = int(_ok(drv.cuMemAlloc(nbytes)))
-        self.nbytes = nbytes
-        _ok(drv.cuMemsetD8(self.ptr, 0, nbytes))
-
-    def close(self) -> None:
-        _ok(drv.cuMemFree(self.ptr))
-
-
-@pytest.fixture
-def mapped(ctx: cu.Context) -> Iterator[Mapped]:
-    m = Mapped(4096)
-    yield m
-    m.close()
-
-
-def _until(pred: Callable[[], bool], timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.0005)
-    return bool(pred())
-
-
-def _stays_blocked(stream: cu.Stream, seconds: float = 0.05) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if stream.query():
-            return False
-        time.sleep(0.002)
-    return True
+# The `mapped` fixture (conftest.py) is 4 KiB of device-mapped pinned memory.
 
 
 @pytest.mark.gpu
@@ -331,13 +266,9 @@ def test_wait_value32_gates_the_stream_until_the_host_writes(
     stream.wait_value32((mapped, 0), 1, WaitCondition.EQ)
     stream.write_value32((mapped, 4), 42)
     stream.launch_host_func(ran.append, "behind the wait")
-    try:
-        assert _stays_blocked(stream)
+    with blocked(stream, mapped.open):
         assert mapped.u32[1] == 0
         assert ran == []
-    finally:
-        mapped.u32[0] = 1  # never leave the stream blocked
-    assert _until(stream.query)
     stream.synchronize()
     assert mapped.u32[1] == 42
     assert ran == ["behind the wait"]
@@ -371,11 +302,8 @@ def test_wait_conditions(
     mapped.u32[0] = blocking
     stream.wait_value32(mapped, value, cond)
     stream.write_value32((mapped, 4), 1)
-    try:
-        assert _stays_blocked(stream)
-    finally:
-        mapped.u32[0] = releasing
-    assert _until(stream.query)
+    with blocked(stream, lambda: mapped.open(releasing)):
+        pass  # held by `blocking`, released by `releasing`
     assert mapped.u32[1] == 1
 
 
@@ -384,7 +312,7 @@ def test_write_value32_is_seen_by_the_host(stream: cu.Stream, mapped: Mapped) ->
     stream.write_value32(mapped.device_ptr + 4, 0xFEEDF00D)
     stream.write_value32(drv.CUdeviceptr(mapped.device_ptr + 8), 7)
     stream.write_value32((mapped, 12), 9)
-    assert _until(lambda: mapped.u32[1:4].tolist() == [0xFEEDF00D, 7, 9])
+    assert until(lambda: mapped.u32[1:4].tolist() == [0xFEEDF00D, 7, 9])
     stream.synchronize()
 
 
@@ -397,7 +325,7 @@ def test_64_bit_write_and_wait(stream: cu.Stream, mapped: Mapped, device: cu.Dev
     stream.write_value64((mapped, 16), 2**63 + 5)
     stream.wait_value64((mapped, 16), 2**63 + 5, WaitCondition.EQ)
     stream.write_value32((mapped, 24), 1)
-    assert _until(lambda: mapped.u32[6] == 1)
+    assert until(lambda: mapped.u32[6] == 1)
     assert mapped.u64(2) == 2**63 + 5
     stream.synchronize()
 
@@ -426,23 +354,19 @@ def test_two_streams_ordered_only_through_device_memory(
     ctx: cu.Context, stream: cu.Stream, mapped: Mapped
 ) -> None:
     other = cu.Stream(context=ctx)
-    dev = DevMem(16)
+    dev = RawBuffer(16)
     try:
         stream.wait_value32(dev, 1, WaitCondition.EQ)  # waits for `other`
         stream.write_value32((mapped, 4), 7)
         other.wait_value32(mapped, 1, WaitCondition.EQ)  # waits for the host
         other.write_value32(dev, 1)
-        try:
-            assert _stays_blocked(stream)
+        with blocked(stream, mapped.open):
             assert not other.query()
             assert mapped.u32[1] == 0
-        finally:
-            mapped.u32[0] = 1
-        assert _until(stream.query)
         assert mapped.u32[1] == 7
         other.synchronize()
     finally:
-        mapped.u32[0] = 1
+        mapped.open()
         other.synchronize()
         stream.synchronize()
         other.close()
@@ -476,12 +400,8 @@ def test_batch_of_waits_and_writes(stream: cu.Stream, mapped: Mapped) -> None:
     ]
     ops.append(MemOp.write32((mapped, 16), 9))
     stream.batch_mem_ops(ops)
-    try:
-        assert _stays_blocked(stream)
+    with blocked(stream, mapped.open):
         assert mapped.u32[1] == 0
-    finally:
-        mapped.u32[0] = 1
-    assert _until(stream.query)
     assert mapped.u32[1] == 5
     assert mapped.u32[4] == 9
 
@@ -524,15 +444,11 @@ def test_memops_captured_and_replayed(stream: cu.Stream, mapped: Mapped) -> None
         for _ in range(3):
             mapped.u32[1:3] = 0
             exe.launch(stream)
-            try:
-                assert _stays_blocked(stream)
+            with blocked(stream, mapped.open):
                 assert mapped.u32[1] == 0
-            finally:
-                mapped.u32[0] = 1
-            assert _until(stream.query)
             assert mapped.u32[:3].tolist() == [0, 5, 9]  # the graph closed the gate again
     finally:
-        mapped.u32[0] = 1
+        mapped.open()
         stream.synchronize()
         exe.close()
         g.close()
@@ -540,7 +456,7 @@ def test_memops_captured_and_replayed(stream: cu.Stream, mapped: Mapped) -> None
 
 @pytest.mark.gpu
 def test_with_cudriver_memory_buffers(ctx: cu.Context, stream: cu.Stream) -> None:
-    from cudriver.memory import DeviceBuffer, PinnedBuffer
+    from cudriver import DeviceBuffer, PinnedBuffer
 
     pin = PinnedBuffer(64, mapped=True, context=ctx)
     dev = DeviceBuffer(64, context=ctx)

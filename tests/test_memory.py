@@ -5,7 +5,6 @@ import pickle
 import sys
 import warnings
 import weakref
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -13,46 +12,18 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver.memory import (
-    DeviceBuffer,
-    PinnedBuffer,
-    SupportsCudaArrayInterface,
-    _dtype_arg,
-    _fill_args,
-    _parse_cai,
-    _shape_arg,
-)
+from cudriver import DeviceBuffer, PinnedBuffer, SupportsCudaArrayInterface
+from cudriver._coerce import dtype_arg as _dtype_arg
+from cudriver._coerce import shape_arg as _shape_arg
+from cudriver._copy import fill_args as _fill_args
+from cudriver._copy import parse_cai as _parse_cai
 
-gpu = pytest.mark.gpu
-
-# A fake device address: the tests that use it only check errors raised before any
-# driver call, so it is never dereferenced.
-FAKE = 0x7F0000000000
+from ._support import CAI, FAKE, import_or_skip, keeps_alive
 
 
 def fake(nbytes: int = 64, ptr: int = FAKE) -> DeviceBuffer:
+    """A borrowed buffer over the fake address: for checks made before any driver call."""
     return DeviceBuffer.from_handle(ptr, nbytes)
-
-
-class CAI:
-    """A minimal foreign ``__cuda_array_interface__`` exporter."""
-
-    def __init__(self, **fields: Any) -> None:
-        self.__cuda_array_interface__ = {
-            "version": 3,
-            "data": (FAKE, False),
-            "shape": (16,),
-            "typestr": "<f4",
-            "strides": None,
-            "stream": None,
-            **fields,
-        }
-
-
-def _import(name: str) -> ModuleType:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return pytest.importorskip(name)
 
 
 # -- argument validation before any driver call -----------------------------------------
@@ -225,18 +196,7 @@ def test_from_handle_validation() -> None:
 
 
 def test_from_handle_keeps_owner_alive() -> None:
-    class Owner:
-        pass
-
-    o = Owner()
-    ref = weakref.ref(o)
-    b = DeviceBuffer.from_handle(FAKE, 8, o)
-    del o
-    gc.collect()
-    assert ref() is not None
-    del b
-    gc.collect()
-    assert ref() is None
+    keeps_alive(lambda owner: DeviceBuffer.from_handle(FAKE, 8, owner))
 
 
 def test_repr_equality_hash() -> None:
@@ -458,7 +418,7 @@ def _freed(ptr: int) -> bool:
     return r[0] is not drv.CUresult.CUDA_SUCCESS
 
 
-@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.int64])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_round_trip(ctx: cu.Context, dtype: Any, shape: tuple[int, ...]) -> None:
@@ -485,7 +445,7 @@ def test_round_trip(ctx: cu.Context, dtype: Any, shape: tuple[int, ...]) -> None
     raw.close()
 
 
-@gpu
+@pytest.mark.gpu
 def test_bytes_like_and_device_to_device(ctx: cu.Context) -> None:
     payload = bytes(range(256))
     a = DeviceBuffer(256)
@@ -507,7 +467,7 @@ def test_bytes_like_and_device_to_device(ctx: cu.Context) -> None:
     np.testing.assert_array_equal(d.copy_to(), [1.0, 2.0, 3.0])
 
 
-@gpu
+@pytest.mark.gpu
 def test_async_copies_on_a_stream(ctx: cu.Context, stream: cu.Stream) -> None:
     a = np.arange(1 << 16, dtype=np.float32)
     buf = DeviceBuffer(a.nbytes)
@@ -527,7 +487,7 @@ def test_async_copies_on_a_stream(ctx: cu.Context, stream: cu.Stream) -> None:
     np.testing.assert_array_equal(out2, a)
 
 
-@gpu
+@pytest.mark.gpu
 def test_fill(ctx: cu.Context, stream: cu.Stream) -> None:
     buf = DeviceBuffer(64)
     buf.fill(0xAB)
@@ -550,7 +510,7 @@ def test_fill(ctx: cu.Context, stream: cu.Stream) -> None:
     assert (buf.copy_to() == 7).all()
 
 
-@gpu
+@pytest.mark.gpu
 def test_views_on_device(ctx: cu.Context) -> None:
     a = np.arange(256, dtype=np.uint8)
     buf = DeviceBuffer.from_array(a)
@@ -576,7 +536,7 @@ def test_views_on_device(ctx: cu.Context) -> None:
     assert _freed(ptr)
 
 
-@gpu
+@pytest.mark.gpu
 def test_close_frees_and_views_report_closed(ctx: cu.Context) -> None:
     buf = DeviceBuffer(1024)
     ptr = buf.ptr
@@ -594,7 +554,7 @@ def test_close_frees_and_views_report_closed(ctx: cu.Context) -> None:
     assert _freed(ptr2)
 
 
-@gpu
+@pytest.mark.gpu
 def test_from_handle_on_device(ctx: cu.Context) -> None:
     buf = DeviceBuffer.from_array(np.arange(16, dtype=np.int32))
     w = DeviceBuffer.from_handle(buf.ptr, buf.nbytes, buf)
@@ -606,7 +566,7 @@ def test_from_handle_on_device(ctx: cu.Context) -> None:
     assert not buf.closed
 
 
-@gpu
+@pytest.mark.gpu
 def test_stream_ordered_alloc_and_free(ctx: cu.Context, stream: cu.Stream) -> None:
     a = np.arange(1024, dtype=np.int64)
     buf = DeviceBuffer(a.nbytes, stream=stream)
@@ -636,7 +596,7 @@ def test_stream_ordered_alloc_and_free(ctx: cu.Context, stream: cu.Stream) -> No
     stream.synchronize()
 
 
-@gpu
+@pytest.mark.gpu
 def test_stream_ordered_buffer_keeps_its_stream(ctx: cu.Context) -> None:
     s = cu.Stream(context=ctx)
     buf = DeviceBuffer(64, stream=s)
@@ -651,7 +611,7 @@ def test_stream_ordered_buffer_keeps_its_stream(ctx: cu.Context) -> None:
     assert ref() is None
 
 
-@gpu
+@pytest.mark.gpu
 def test_stream_closed_before_buffer(ctx: cu.Context) -> None:
     s = cu.Stream(context=ctx)
     buf = DeviceBuffer(64, stream=s)
@@ -664,13 +624,13 @@ def test_stream_closed_before_buffer(ctx: cu.Context) -> None:
     assert not caught
 
 
-@gpu
+@pytest.mark.gpu
 def test_out_of_memory(ctx: cu.Context) -> None:
     with pytest.raises(cu.OutOfMemoryError):
         DeviceBuffer(1 << 50)
 
 
-@gpu
+@pytest.mark.gpu
 def test_device_errors(ctx: cu.Context) -> None:
     buf = DeviceBuffer.from_array(np.zeros((4, 4), np.float32))
     with pytest.raises(ValueError, match="size mismatch"):
@@ -699,7 +659,7 @@ def test_device_errors(ctx: cu.Context) -> None:
 # -- pinned memory -----------------------------------------------------------------------
 
 
-@gpu
+@pytest.mark.gpu
 def test_pinned_array_and_copies(ctx: cu.Context, stream: cu.Stream) -> None:
     pin = PinnedBuffer(4096)
     assert pin.mapped
@@ -740,7 +700,7 @@ def test_pinned_array_and_copies(ctx: cu.Context, stream: cu.Stream) -> None:
         pin.array(np.float32, (10,))
 
 
-@gpu
+@pytest.mark.gpu
 def test_pinned_mapped_device_pointer(ctx: cu.Context) -> None:
     pin = PinnedBuffer(256)
     pin.array(np.int32)[:] = np.arange(64, dtype=np.int32)
@@ -767,7 +727,7 @@ def test_pinned_mapped_device_pointer(ctx: cu.Context) -> None:
         unmapped.device_buffer()
 
 
-@gpu
+@pytest.mark.gpu
 def test_pinned_array_outlives_the_buffer(ctx: cu.Context) -> None:
     a = PinnedBuffer(64).array(np.float64)
     gc.collect()
@@ -808,7 +768,7 @@ def test_pinned_array_outlives_the_buffer(ctx: cu.Context) -> None:
     assert p.closed
 
 
-@gpu
+@pytest.mark.gpu
 def test_capture_keeps_host_memory_alive(ctx: cu.Context, stream: cu.Stream) -> None:
     pin = PinnedBuffer(256)
     host = pin.array(np.float32)
@@ -839,9 +799,9 @@ def test_capture_keeps_host_memory_alive(ctx: cu.Context, stream: cu.Stream) -> 
 # -- interoperability ----------------------------------------------------------------------
 
 
-@gpu
+@pytest.mark.gpu
 def test_cupy_reads_and_writes_a_device_buffer(ctx: cu.Context, stream: cu.Stream) -> None:
-    cupy = _import("cupy")
+    cupy = import_or_skip("cupy")
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     buf = DeviceBuffer.from_array(a)
     c = cupy.asarray(buf)
@@ -872,9 +832,9 @@ def test_cupy_reads_and_writes_a_device_buffer(ctx: cu.Context, stream: cu.Strea
     np.testing.assert_array_equal(dst.cast(np.float32).copy_to()[:4], [0.0, 3.0, 6.0, 9.0])
 
 
-@gpu
+@pytest.mark.gpu
 def test_torch_reads_a_device_buffer(ctx: cu.Context) -> None:
-    torch = _import("torch")
+    torch = import_or_skip("torch")
     if not torch.cuda.is_available():
         pytest.skip("PyTorch sees no CUDA device")
     a = np.arange(12, dtype=np.float32).reshape(3, 4)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -11,26 +12,7 @@ import cudriver as cu
 from cudriver import program
 from cudriver.program import NvrtcNotFoundError, arch_option, compile, nvrtc_version
 
-
-def _nvrtc_missing() -> str | None:
-    try:
-        nvrtc_version()
-    except NvrtcNotFoundError as exc:
-        return str(exc)
-    return None
-
-
-needs_nvrtc = pytest.mark.skipif(
-    _nvrtc_missing() is not None, reason="NVRTC (cudriver[nvrtc]) is not installed"
-)
-
-AXPY = r"""
-extern "C" __global__ void axpy(float a, const float* x, float* y, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = a * x[i] + y[i];
-}
-"""
-
+from ._support import AXPY_KERNEL, needs_nvrtc
 
 # -- without NVRTC ------------------------------------------------------------------------
 
@@ -77,23 +59,23 @@ def test_bad_arch_types(arch: Any) -> None:
 def test_bad_inputs_are_refused_before_nvrtc() -> None:
     # These run on machines without NVRTC: validation comes first.
     with pytest.raises(ValueError, match="target must be 'ptx' or 'cubin'"):
-        compile(AXPY, arch="sm_90", target="fatbin")  # type: ignore[arg-type]
+        compile(AXPY_KERNEL, arch="sm_90", target="fatbin")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="sequence of strings"):
-        compile(AXPY, arch="sm_90", options="--use_fast_math")
+        compile(AXPY_KERNEL, arch="sm_90", options="--use_fast_math")
     with pytest.raises(TypeError, match="each option must be a str"):
-        compile(AXPY, arch="sm_90", options=[3])  # type: ignore[list-item]
+        compile(AXPY_KERNEL, arch="sm_90", options=[3])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="either as arch= or in options"):
-        compile(AXPY, arch="sm_90", options=["--gpu-architecture=sm_80"])
+        compile(AXPY_KERNEL, arch="sm_90", options=["--gpu-architecture=sm_80"])
     with pytest.raises(ValueError, match="either as arch= or in options"):
-        compile(AXPY, arch="sm_90", options=["-arch=sm_80"])
+        compile(AXPY_KERNEL, arch="sm_90", options=["-arch=sm_80"])
     with pytest.raises(TypeError, match="source must be a str or bytes"):
         compile(123, arch="sm_90")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="headers must"):
-        compile(AXPY, arch="sm_90", headers=[("a.h", "")])  # type: ignore[arg-type]
+        compile(AXPY_KERNEL, arch="sm_90", headers=[("a.h", "")])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="headers must map"):
-        compile(AXPY, arch="sm_90", headers={"a.h": 1})  # type: ignore[dict-item]
+        compile(AXPY_KERNEL, arch="sm_90", headers={"a.h": 1})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="unknown GPU architecture"):
-        compile(AXPY, arch="sm90")
+        compile(AXPY_KERNEL, arch="sm90")
 
 
 def test_missing_nvrtc_as_it_really_is_here() -> None:
@@ -109,7 +91,7 @@ def test_missing_nvrtc_as_it_really_is_here() -> None:
     if raw is None:
         pytest.skip("NVRTC is installed on this machine")
     with pytest.raises(NvrtcNotFoundError) as ei:
-        compile(AXPY, arch="sm_90")
+        compile(AXPY_KERNEL, arch="sm_90")
     msg = str(ei.value)
     assert "cudriver[nvrtc]" in msg
     assert "nvidia-cuda-nvrtc" in msg
@@ -119,17 +101,23 @@ def test_missing_nvrtc_as_it_really_is_here() -> None:
         nvrtc_version()
 
 
+def _unload_nvrtc(monkeypatch: pytest.MonkeyPatch, version: Callable[[], Any]) -> None:
+    """Make the next NVRTC use load it afresh, with ``version`` as ``nvrtcVersion``."""
+    from cuda.bindings import nvrtc
+
+    monkeypatch.setattr(program, "_nvrtc_mod", None)
+    monkeypatch.setattr(program, "_version", None)
+    monkeypatch.setattr(nvrtc, "nvrtcVersion", version)
+
+
 def test_missing_library_is_translated(monkeypatch: pytest.MonkeyPatch) -> None:
     """What cuda.pathfinder raises when libnvrtc is absent becomes NvrtcNotFoundError."""
-    from cuda.bindings import nvrtc
     from cuda.pathfinder import DynamicLibNotFoundError
 
     def missing() -> Any:
         raise DynamicLibNotFoundError('Failure finding "libnvrtc.so.13"')
 
-    monkeypatch.setattr(program, "_nvrtc_mod", None)
-    monkeypatch.setattr(program, "_version", None)
-    monkeypatch.setattr(nvrtc, "nvrtcVersion", missing)
+    _unload_nvrtc(monkeypatch, missing)
     with pytest.raises(NvrtcNotFoundError, match=r"cudriver\[nvrtc\]") as ei:
         nvrtc_version()
     assert "libnvrtc.so.13" in str(ei.value)
@@ -139,14 +127,10 @@ def test_missing_library_is_translated(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_other_errors_are_not_disguised(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cuda.bindings import nvrtc
-
     def broken() -> Any:
         raise KeyError("unrelated")
 
-    monkeypatch.setattr(program, "_nvrtc_mod", None)
-    monkeypatch.setattr(program, "_version", None)
-    monkeypatch.setattr(nvrtc, "nvrtcVersion", broken)
+    _unload_nvrtc(monkeypatch, broken)
     with pytest.raises(KeyError, match="unrelated"):
         nvrtc_version()
 
@@ -162,13 +146,19 @@ def test_compile_error_pickles() -> None:
 
 @needs_nvrtc
 def test_nvrtc_version() -> None:
+    from cuda.bindings import nvrtc
+
+    status, raw_major, raw_minor = nvrtc.nvrtcVersion()
+    assert status == nvrtc.nvrtcResult.NVRTC_SUCCESS
     major, minor = nvrtc_version()
-    assert major >= 12 and minor >= 0
+    assert (major, minor) == (raw_major, raw_minor)
+    assert major >= 12
+    assert minor <= 9
 
 
 @needs_nvrtc
 def test_compile_ptx() -> None:
-    ptx = compile(AXPY, arch="sm_90")
+    ptx = compile(AXPY_KERNEL, arch="sm_90")
     assert isinstance(ptx, bytes)
     assert b".version" in ptx
     assert b".target sm_90" in ptx
@@ -179,14 +169,14 @@ def test_compile_ptx() -> None:
 
 @needs_nvrtc
 def test_compile_cubin() -> None:
-    cubin = compile(AXPY, arch=(9, 0), target="cubin", options=["-lineinfo"])
+    cubin = compile(AXPY_KERNEL, arch=(9, 0), target="cubin", options=["-lineinfo"])
     assert cubin.startswith(b"\x7fELF")
     assert b"axpy" in cubin
 
 
 @needs_nvrtc
 def test_arch_in_options() -> None:
-    ptx = compile(AXPY, options=("--gpu-architecture=compute_80",))
+    ptx = compile(AXPY_KERNEL, options=("--gpu-architecture=compute_80",))
     assert b".target sm_80" in ptx
 
 
@@ -219,14 +209,14 @@ def test_compile_error_carries_the_log() -> None:
 @needs_nvrtc
 def test_bad_option_is_a_compile_error() -> None:
     with pytest.raises(cu.CompileError, match="NVRTC_ERROR_INVALID_OPTION"):
-        compile(AXPY, arch="sm_90", options=["--no-such-option"])
+        compile(AXPY_KERNEL, arch="sm_90", options=["--no-such-option"])
 
 
 @needs_nvrtc
 @pytest.mark.gpu
 def test_default_arch_is_the_current_device(ctx: cu.Context) -> None:
     cc = ctx.device.compute_capability
-    ptx = compile(AXPY)
+    ptx = compile(AXPY_KERNEL)
     assert f".target sm_{cc.major}{cc.minor}".encode() in ptx
-    cubin = compile(AXPY, target="cubin")
+    cubin = compile(AXPY_KERNEL, target="cubin")
     assert cubin.startswith(b"\x7fELF")

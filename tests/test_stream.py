@@ -7,7 +7,9 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver.stream import stream_handle
+from cudriver._coerce import stream_handle
+
+from ._support import RawBuffer
 
 
 class FakeForeign:
@@ -63,7 +65,11 @@ class TestStreamGPU:
         assert s.non_blocking
         assert s.context == ctx
         assert s.device == ctx.device
+        other = cu.Stream()
         assert isinstance(s.id, int)
+        assert s.id != other.id  # unique per stream
+        assert cu.Stream.from_handle(s.handle).id == s.id
+        other.close()
         assert s.query() is True
         s.synchronize()
         assert s.__cuda_stream__() == (0, int(s))
@@ -156,21 +162,21 @@ class TestStreamGPU:
         other.close()
 
     def test_access_policy_window(self, stream: cu.Stream) -> None:
-        ptr = drv.cuMemAlloc(1 << 20)[1]
+        buf = RawBuffer(1 << 20)
         try:
-            w = cu.AccessPolicyWindow(int(ptr), 1 << 16, 0.5)
+            w = cu.AccessPolicyWindow(buf.ptr, 1 << 16, 0.5)
             stream.access_policy_window = w
             got = stream.access_policy_window
-            assert got.base_ptr == int(ptr)
+            assert got.base_ptr == buf.ptr
             assert got.num_bytes == 1 << 16
             assert got.hit_prop is cu.AccessProperty.PERSISTING
             stream.access_policy_window = None
             assert stream.access_policy_window.num_bytes == 0
             with pytest.raises(ValueError, match="hit_ratio"):
-                stream.access_policy_window = cu.AccessPolicyWindow(int(ptr), 16, 2.0)
+                stream.access_policy_window = cu.AccessPolicyWindow(buf.ptr, 16, 2.0)
         finally:
             stream.synchronize()
-            drv.cuMemFree(ptr)
+            buf.close()
 
     def test_raw_calls_accept_stream(self, stream: cu.Stream) -> None:
         assert cu.driver.cuStreamQuery(stream) is None

@@ -7,11 +7,27 @@ driver raises :class:`DriverNotFoundError` there.
 
 from __future__ import annotations
 
-from . import driver
-from ._memops import MAX_BATCH_MEM_OPS, MemOp, MemOpType, WaitCondition
-from ._runtime import driver_version, init, is_initialized
-from .context import Context, ContextFlags, Limit
-from .device import ComputeCapability, Device, DeviceAttribute
+import inspect
+
+from . import _bindings, driver
+from ._coerce import StreamLike, SupportsCudaStream
+from ._copy import SupportsCudaArrayInterface
+from ._enums import (
+    AccessProperty,
+    CaptureMode,
+    CaptureStatus,
+    ContextFlags,
+    DeviceAttribute,
+    FunctionAttribute,
+    Limit,
+    MemAttach,
+    MemOpType,
+    SyncPolicy,
+    WaitCondition,
+)
+from ._init import driver_version, init, is_initialized
+from ._packing import PackedArgs, pack_arg
+from .device import ComputeCapability, Context, Device
 from .errors import (
     ClosedError,
     CompileError,
@@ -38,28 +54,21 @@ from .errors import (
     checked,
 )
 from .event import Event
-from .graph import CaptureMode, CaptureStatus, Graph, GraphExec
-from .memory import DeviceBuffer, PinnedBuffer, SupportsCudaArrayInterface
-from .module import FunctionAttribute, Kernel, LaunchPlan, Module, ParamInfo
+from .graph import Graph, GraphExec
+from .kernel import Kernel, LaunchPlan, ParamInfo
+from .memops import MAX_BATCH_MEM_OPS, MemOp
+from .memory import DeviceBuffer
+from .module import Module
+from .pinned import PinnedBuffer
 from .program import NvrtcNotFoundError, compile, nvrtc_version
-from .stream import (
-    AccessPolicyWindow,
-    AccessProperty,
-    MemAttach,
-    Stream,
-    StreamLike,
-    SupportsCudaStream,
-    SyncPolicy,
-)
+from .stream import AccessPolicyWindow, Stream
 
 __version__ = "0.1.0"
 
 
 def bindings_version() -> str:
     """The installed ``cuda.bindings`` version string."""
-    from ._bindings import version_string
-
-    return version_string()
+    return _bindings.version_string()
 
 
 __all__ = [
@@ -95,6 +104,8 @@ __all__ = [
     "LaunchPlan",
     "FunctionAttribute",
     "ParamInfo",
+    "PackedArgs",
+    "pack_arg",
     "compile",
     "nvrtc_version",
     "NvrtcNotFoundError",
@@ -126,3 +137,18 @@ __all__ = [
     "check",
     "checked",
 ]
+
+
+def _publish() -> None:
+    """Give every public class and function the public module name ``cudriver``.
+
+    Reprs, tracebacks, pickles and the API reference then show ``cudriver.Stream``,
+    not the private module a name is defined in.
+    """
+    for name in __all__:
+        obj = globals()[name]
+        if isinstance(obj, type) or inspect.isfunction(obj):
+            obj.__module__ = __name__
+
+
+_publish()

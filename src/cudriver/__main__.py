@@ -1,4 +1,4 @@
-"""Command line: ``python -m cudriver {info,selftest,bench}``."""
+"""Command line: ``python -m cudriver {info,selftest}``."""
 
 from __future__ import annotations
 
@@ -8,15 +8,16 @@ from collections.abc import Sequence
 
 from . import __version__
 from ._bindings import version_string
+from ._enums import DeviceAttribute
+from ._init import driver_version, init
+from ._selftest import main as selftest_main
+from .device import Device
 from .errors import CudaError, DriverNotFoundError
 
 EXIT_NO_DRIVER = 2
 
 
 def _info() -> int:
-    from ._runtime import driver_version, init
-    from .device import Device, DeviceAttribute
-
     init()
     major, minor = driver_version()
     print(f"cudriver {__version__}")
@@ -43,8 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="driver, bindings and device information")
     sub.add_parser("selftest", help="end-to-end check on a GPU (exit 0 when all passed)")
-    sub.add_parser("bench", help="per-call overhead against raw cuda.bindings and peers")
-    if args_list and args_list[0] in ("selftest", "bench"):
+    if args_list and args_list[0] == "selftest":
         command, rest = args_list[0], args_list[1:]
     else:
         command, rest = parser.parse_args(args_list).command, []
@@ -52,13 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "info":
             return _info()
         if command == "selftest":
-            from ._selftest import main as selftest_main
-
             return selftest_main(rest)
-        if command == "bench":
-            from ._bench import main as bench_main
-
-            return bench_main(rest)
     except DriverNotFoundError as exc:
         print(f"cudriver: {exc}", file=sys.stderr)
         return EXIT_NO_DRIVER

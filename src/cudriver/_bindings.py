@@ -6,15 +6,30 @@ handled here (read from the 12.9 and 13.x wheels):
 * ``cuCtxCreate(params_or_None, flags, dev)`` in 13.x vs ``cuCtxCreate(flags, dev)``
   in 12.x;
 * ``cuStreamGetCaptureInfo`` returns 7 values in 13.x (with edge data), 6 in 12.x;
-* in 13.x the outputs of a failed call are ``None``; in 12.x default objects.
+* in 13.x the outputs of a failed call are ``None``; in 12.x default objects;
+* ``cuEventElapsedTime_v2`` (13.x) vs ``cuEventElapsedTime``;
+* ``cuFuncGetParamInfo`` exists in 12.4+ bindings only.
+
+It is also the one place that calls ``libcuda`` directly through ctypes, for the two
+calls the bindings get wrong: ``cuLaunchHostFunc`` (the bindings free their callback
+wrapper after the first call, so a captured host node would run freed memory on its
+second replay) and ``cuGraphExecUpdate`` (the bindings drop the result info when
+the update fails).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import sys
+import threading
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import cuda.bindings
 from cuda.bindings import driver as drv
+
+from .errors import DriverNotFoundError
 
 __all__ = [
     "VERSION",
@@ -26,6 +41,12 @@ __all__ = [
     "graph_instantiate",
     "CaptureInfo",
     "SUCCESS",
+    "event_elapsed_time",
+    "func_get_param_info",
+    "libcuda",
+    "launch_host_func",
+    "graph_exec_update",
+    "GraphExecUpdateInfo",
 ]
 
 SUCCESS = drv.CUresult.CUDA_SUCCESS
@@ -102,3 +123,93 @@ def capture_info(stream: Any) -> tuple[Any, CaptureInfo | None]:
     status, cid, graph = r[1], r[2], r[3]
     n = r[-1]
     return r[0], CaptureInfo(status, int(cid), graph, int(n) if n is not None else 0)
+
+
+#: ``cuEventElapsedTime_v2`` where the bindings have it (13.x), else the original.
+event_elapsed_time: Callable[..., tuple[Any, ...]] = (
+    getattr(drv, "cuEventElapsedTime_v2", None) or drv.cuEventElapsedTime
+)
+
+#: ``cuFuncGetParamInfo`` (bindings 12.4+), or None.
+func_get_param_info: Callable[..., tuple[Any, ...]] | None = getattr(
+    drv, "cuFuncGetParamInfo", None
+)
+
+
+# -- libcuda through ctypes ------------------------------------------------------------
+_lib_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+
+
+def libcuda() -> ctypes.CDLL:
+    """The driver library (``libcuda.so.1`` / ``nvcuda.dll``), loaded once.
+
+    Raises
+    ------
+    DriverNotFoundError
+        The library cannot be loaded.
+    """
+    global _lib
+    lib = _lib
+    if lib is not None:
+        return lib
+    with _lib_lock:
+        if _lib is None:
+            names = ["nvcuda.dll"] if sys.platform == "win32" else ["libcuda.so.1", "libcuda.so"]
+            found = ctypes.util.find_library("cuda")
+            if found:
+                names.append(found)
+            last: OSError | None = None
+            for n in names:
+                try:
+                    _lib = ctypes.CDLL(n)
+                    break
+                except OSError as exc:
+                    last = exc
+            if _lib is None:
+                raise DriverNotFoundError(str(last))
+        return _lib
+
+
+_HostFuncCall = Callable[[int, int, int], int]
+_launch_host_func: _HostFuncCall | None = None
+
+
+def launch_host_func() -> _HostFuncCall:
+    """``cuLaunchHostFunc(stream, fn, user_data) -> status`` from libcuda, all as ints."""
+    global _launch_host_func
+    fn = _launch_host_func
+    if fn is None:
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+        fn = proto(("cuLaunchHostFunc", libcuda()))
+        fn.__name__ = "cuLaunchHostFunc"  # type: ignore[attr-defined]  # named for errors
+        _launch_host_func = fn
+    return fn
+
+
+class GraphExecUpdateInfo(ctypes.Structure):
+    """``CUgraphExecUpdateResultInfo``: why ``cuGraphExecUpdate`` refused a graph."""
+
+    _fields_ = (
+        ("result", ctypes.c_int),
+        ("errorNode", ctypes.c_void_p),
+        ("errorFromNode", ctypes.c_void_p),
+    )
+
+
+def graph_exec_update(exec_h: Any, graph_h: Any) -> tuple[Any, GraphExecUpdateInfo | None]:
+    """Call ``cuGraphExecUpdate``, keeping the result info that the bindings drop.
+
+    Returns ``(CUresult, info or None)``; the info is given only on failure and only
+    when libcuda has ``cuGraphExecUpdate_v2``.
+    """
+    try:
+        fn = libcuda().cuGraphExecUpdate_v2
+    except (AttributeError, OSError):
+        r = drv.cuGraphExecUpdate(exec_h, graph_h)
+        return r[0], None
+    fn.restype = ctypes.c_int
+    fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(GraphExecUpdateInfo))
+    info = GraphExecUpdateInfo()
+    code = fn(int(exec_h), int(graph_h), ctypes.byref(info))
+    return drv.CUresult(code), (info if code != 0 else None)

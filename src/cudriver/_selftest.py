@@ -13,9 +13,22 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
+
+import numpy as np
+
+from . import __version__
+from ._bindings import version_string
+from ._init import driver_version, init
+from .device import Device
+from .errors import CudaError, DriverNotFoundError
+from .memory import DeviceBuffer
+from .module import Module
+from .pinned import PinnedBuffer
+from .program import compile as nvrtc_compile
+from .stream import Stream
 
 __all__ = ["SOURCE", "Check", "Runner", "build_parser", "format_line", "main"]
 
@@ -125,6 +138,27 @@ def _wait(stream: Any, timeout: float = TIMEOUT_S) -> None:
     stream.synchronize()
 
 
+def _close_quietly(objs: Iterable[Any]) -> None:
+    """Close each object, ignoring failures: teardown must reach every object."""
+    for obj in objs:
+        if obj is None:
+            continue
+        try:
+            obj.close()
+        except Exception:
+            pass
+
+
+def _ordinal(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a device ordinal, not {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"a device ordinal is >= 0, not {v}")
+    return v
+
+
 class _Selftest:
     """The checks, sharing the objects they make; :meth:`close` releases them."""
 
@@ -140,11 +174,6 @@ class _Selftest:
         return obj
 
     def driver(self) -> str:
-        from . import __version__
-        from ._bindings import version_string
-        from ._runtime import driver_version
-        from .device import Device
-        from .stream import Stream
 
         self.device = Device(self.ordinal)
         self.ctx = self._own(self.device.primary_context())
@@ -157,8 +186,6 @@ class _Selftest:
         )
 
     def compile(self) -> str:
-        from .module import Module
-        from .program import compile as nvrtc_compile
 
         cc = self.device.compute_capability
         image = nvrtc_compile(SOURCE, name="selftest.cu", arch=cc, target="cubin")
@@ -171,9 +198,6 @@ class _Selftest:
         return (N + BLOCK - 1) // BLOCK
 
     def kernel(self) -> str:
-        import numpy as np
-
-        from .memory import DeviceBuffer
 
         rng = np.random.default_rng(1)
         x = rng.standard_normal(N).astype(np.float32)
@@ -191,9 +215,6 @@ class _Selftest:
         return f"saxpy on {N:,} floats matches numpy (max abs error {err:.2g})"
 
     def prepared(self) -> str:
-        import numpy as np
-
-        from .memory import DeviceBuffer
 
         y0 = np.arange(N, dtype=np.float32)
         dy = self._own(DeviceBuffer.from_array(y0))
@@ -207,9 +228,6 @@ class _Selftest:
         return "prepared add launched twice, values right"
 
     def capture(self) -> str:
-        import numpy as np
-
-        from .memory import DeviceBuffer, PinnedBuffer
 
         self.y0 = np.arange(N, dtype=np.float32)
         self.dy = self._own(DeviceBuffer.from_array(self.y0))
@@ -272,7 +290,6 @@ class _Selftest:
         return f"write_value32 landed before the host function in every replay: {self.seen}"
 
     def graph_kernels(self) -> str:
-        import numpy as np
 
         got = self.dy.copy_to(np.empty_like(self.y0))
         want = self.y0 + np.float32(3.0 * REPLAYS)
@@ -288,9 +305,7 @@ class _Selftest:
                 _wait(stream, 5.0)
             except Exception:
                 pass
-        from ._bench import close_quietly
-
-        close_quietly(reversed(self.objs))
+        _close_quietly(reversed(self.objs))
         self.objs.clear()
 
 
@@ -301,21 +316,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="End-to-end check on a GPU: NVRTC, kernels, graphs with host "
         "functions and memory operations. Exit status 0 when every check passed.",
     )
-
-    from ._bench import _ordinal
-
     p.add_argument("--device", metavar="N", type=_ordinal, default=0, help="device ordinal")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the self-test; returns 0 when all checks passed, 1 if not, 2 without a driver."""
-    from .errors import CudaError, DriverNotFoundError
-
     args = build_parser().parse_args(argv)
     try:
-        from ._runtime import init
-
         init()
     except DriverNotFoundError as exc:
         print(f"cudriver: {exc}", file=sys.stderr)

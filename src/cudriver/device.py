@@ -1,23 +1,71 @@
-"""Devices and their attributes."""
+"""Devices and their contexts: primary (retained) and created, and the current context.
+
+:class:`Device` and :class:`Context` share a module because each returns the other
+(:meth:`Device.primary_context`, :attr:`Context.device`): one module keeps the imports
+one way.
+
+This module also holds the one "make this context current for a moment" helper,
+:func:`enter_context` / :func:`leave_context` (push only when the context is not
+current already), and :func:`call_in_context`, its form for releases, which never
+raise.
+"""
 
 from __future__ import annotations
 
 import operator
 import threading
 import uuid as _uuid
-from enum import IntEnum
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, SupportsInt
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple, SupportsInt
 
 from cuda.bindings import driver as _drv
+from typing_extensions import Self
 
+from . import _bindings, _hostfn
 from ._bindings import SUCCESS
-from ._runtime import init
-from .errors import InvalidDeviceError, NotSupportedError, make_error
+from ._enums import ContextFlags, DeviceAttribute, Limit
+from ._handle import Handle
+from ._init import init
+from .errors import InvalidDeviceError, NotSupportedError, checked, error_for
 
-if TYPE_CHECKING:
-    from .context import Context
+__all__ = [
+    "ComputeCapability",
+    "Device",
+    "Context",
+    "current_or_default",
+    "context_arg",
+    "enter_context",
+    "leave_context",
+    "call_in_context",
+]
 
-__all__ = ["Device", "DeviceAttribute", "ComputeCapability"]
+_cuDeviceGet = checked(_drv.cuDeviceGet)
+_cuDeviceGetCount = checked(_drv.cuDeviceGetCount)
+_cuDeviceGetName = checked(_drv.cuDeviceGetName)
+_cuDeviceGetUuid = checked(_drv.cuDeviceGetUuid)
+_cuDeviceGetPCIBusId = checked(_drv.cuDeviceGetPCIBusId)
+_cuDeviceTotalMem = checked(_drv.cuDeviceTotalMem)
+_cuDeviceGetAttribute = checked(_drv.cuDeviceGetAttribute)
+_cuDeviceCanAccessPeer = checked(_drv.cuDeviceCanAccessPeer)
+_cuDevicePrimaryCtxRetain = checked(_drv.cuDevicePrimaryCtxRetain)
+_cuCtxCreate = checked(_bindings.ctx_create, name="cuCtxCreate")
+_cuCtxSetCurrent = checked(_drv.cuCtxSetCurrent)
+_cuCtxPush = checked(_drv.cuCtxPushCurrent)
+_cuCtxPop = checked(_drv.cuCtxPopCurrent)
+_cuCtxGetCurrentChecked = checked(_drv.cuCtxGetCurrent)
+_cuCtxGetDevice = checked(_drv.cuCtxGetDevice)
+_cuCtxGetApiVersion = checked(_drv.cuCtxGetApiVersion)
+_cuCtxGetStreamPriorityRange = checked(_drv.cuCtxGetStreamPriorityRange)
+_cuCtxSynchronize = checked(_drv.cuCtxSynchronize)
+_cuCtxGetLimit = checked(_drv.cuCtxGetLimit)
+_cuCtxSetLimit = checked(_drv.cuCtxSetLimit)
+
+# Unchecked: the current-context test runs on hot paths and in releases.
+_cuCtxGetCurrent = _drv.cuCtxGetCurrent
+_cuCtxPushCurrent = _drv.cuCtxPushCurrent
+_cuCtxPopCurrent = _drv.cuCtxPopCurrent
+
+_NULL = 0
 
 
 class ComputeCapability(NamedTuple):
@@ -35,181 +83,6 @@ class ComputeCapability(NamedTuple):
         return f"{self.major}.{self.minor}"
 
 
-class DeviceAttribute(IntEnum):
-    """Device attributes (``CUdevice_attribute`` without its ``CU_DEVICE_ATTRIBUTE_`` prefix).
-
-    Values are the driver's; members of ``cuda.bindings.driver.CUdevice_attribute``
-    and plain ints are accepted wherever a ``DeviceAttribute`` is.
-    """
-
-    MAX_THREADS_PER_BLOCK = 1
-    MAX_BLOCK_DIM_X = 2
-    MAX_BLOCK_DIM_Y = 3
-    MAX_BLOCK_DIM_Z = 4
-    MAX_GRID_DIM_X = 5
-    MAX_GRID_DIM_Y = 6
-    MAX_GRID_DIM_Z = 7
-    MAX_SHARED_MEMORY_PER_BLOCK = 8
-    SHARED_MEMORY_PER_BLOCK = 8
-    TOTAL_CONSTANT_MEMORY = 9
-    WARP_SIZE = 10
-    MAX_PITCH = 11
-    MAX_REGISTERS_PER_BLOCK = 12
-    REGISTERS_PER_BLOCK = 12
-    CLOCK_RATE = 13
-    TEXTURE_ALIGNMENT = 14
-    GPU_OVERLAP = 15
-    MULTIPROCESSOR_COUNT = 16
-    KERNEL_EXEC_TIMEOUT = 17
-    INTEGRATED = 18
-    CAN_MAP_HOST_MEMORY = 19
-    COMPUTE_MODE = 20
-    MAXIMUM_TEXTURE1D_WIDTH = 21
-    MAXIMUM_TEXTURE2D_WIDTH = 22
-    MAXIMUM_TEXTURE2D_HEIGHT = 23
-    MAXIMUM_TEXTURE3D_WIDTH = 24
-    MAXIMUM_TEXTURE3D_HEIGHT = 25
-    MAXIMUM_TEXTURE3D_DEPTH = 26
-    MAXIMUM_TEXTURE2D_LAYERED_WIDTH = 27
-    MAXIMUM_TEXTURE2D_ARRAY_WIDTH = 27
-    MAXIMUM_TEXTURE2D_LAYERED_HEIGHT = 28
-    MAXIMUM_TEXTURE2D_ARRAY_HEIGHT = 28
-    MAXIMUM_TEXTURE2D_LAYERED_LAYERS = 29
-    MAXIMUM_TEXTURE2D_ARRAY_NUMSLICES = 29
-    SURFACE_ALIGNMENT = 30
-    CONCURRENT_KERNELS = 31
-    ECC_ENABLED = 32
-    PCI_BUS_ID = 33
-    PCI_DEVICE_ID = 34
-    TCC_DRIVER = 35
-    MEMORY_CLOCK_RATE = 36
-    GLOBAL_MEMORY_BUS_WIDTH = 37
-    L2_CACHE_SIZE = 38
-    MAX_THREADS_PER_MULTIPROCESSOR = 39
-    ASYNC_ENGINE_COUNT = 40
-    UNIFIED_ADDRESSING = 41
-    MAXIMUM_TEXTURE1D_LAYERED_WIDTH = 42
-    MAXIMUM_TEXTURE1D_LAYERED_LAYERS = 43
-    CAN_TEX2D_GATHER = 44
-    MAXIMUM_TEXTURE2D_GATHER_WIDTH = 45
-    MAXIMUM_TEXTURE2D_GATHER_HEIGHT = 46
-    MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE = 47
-    MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE = 48
-    MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE = 49
-    PCI_DOMAIN_ID = 50
-    TEXTURE_PITCH_ALIGNMENT = 51
-    MAXIMUM_TEXTURECUBEMAP_WIDTH = 52
-    MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH = 53
-    MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS = 54
-    MAXIMUM_SURFACE1D_WIDTH = 55
-    MAXIMUM_SURFACE2D_WIDTH = 56
-    MAXIMUM_SURFACE2D_HEIGHT = 57
-    MAXIMUM_SURFACE3D_WIDTH = 58
-    MAXIMUM_SURFACE3D_HEIGHT = 59
-    MAXIMUM_SURFACE3D_DEPTH = 60
-    MAXIMUM_SURFACE1D_LAYERED_WIDTH = 61
-    MAXIMUM_SURFACE1D_LAYERED_LAYERS = 62
-    MAXIMUM_SURFACE2D_LAYERED_WIDTH = 63
-    MAXIMUM_SURFACE2D_LAYERED_HEIGHT = 64
-    MAXIMUM_SURFACE2D_LAYERED_LAYERS = 65
-    MAXIMUM_SURFACECUBEMAP_WIDTH = 66
-    MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH = 67
-    MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS = 68
-    MAXIMUM_TEXTURE1D_LINEAR_WIDTH = 69
-    MAXIMUM_TEXTURE2D_LINEAR_WIDTH = 70
-    MAXIMUM_TEXTURE2D_LINEAR_HEIGHT = 71
-    MAXIMUM_TEXTURE2D_LINEAR_PITCH = 72
-    MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH = 73
-    MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT = 74
-    COMPUTE_CAPABILITY_MAJOR = 75
-    COMPUTE_CAPABILITY_MINOR = 76
-    MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH = 77
-    STREAM_PRIORITIES_SUPPORTED = 78
-    GLOBAL_L1_CACHE_SUPPORTED = 79
-    LOCAL_L1_CACHE_SUPPORTED = 80
-    MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81
-    MAX_REGISTERS_PER_MULTIPROCESSOR = 82
-    MANAGED_MEMORY = 83
-    MULTI_GPU_BOARD = 84
-    MULTI_GPU_BOARD_GROUP_ID = 85
-    HOST_NATIVE_ATOMIC_SUPPORTED = 86
-    SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO = 87
-    PAGEABLE_MEMORY_ACCESS = 88
-    CONCURRENT_MANAGED_ACCESS = 89
-    COMPUTE_PREEMPTION_SUPPORTED = 90
-    CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91
-    CAN_USE_STREAM_MEM_OPS_V1 = 92
-    CAN_USE_64_BIT_STREAM_MEM_OPS_V1 = 93
-    CAN_USE_STREAM_WAIT_VALUE_NOR_V1 = 94
-    COOPERATIVE_LAUNCH = 95
-    COOPERATIVE_MULTI_DEVICE_LAUNCH = 96
-    MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
-    CAN_FLUSH_REMOTE_WRITES = 98
-    HOST_REGISTER_SUPPORTED = 99
-    PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES = 100
-    DIRECT_MANAGED_MEM_ACCESS_FROM_HOST = 101
-    VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED = 102
-    VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102
-    HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103
-    HANDLE_TYPE_WIN32_HANDLE_SUPPORTED = 104
-    HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED = 105
-    MAX_BLOCKS_PER_MULTIPROCESSOR = 106
-    GENERIC_COMPRESSION_SUPPORTED = 107
-    MAX_PERSISTING_L2_CACHE_SIZE = 108
-    MAX_ACCESS_POLICY_WINDOW_SIZE = 109
-    GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED = 110
-    RESERVED_SHARED_MEMORY_PER_BLOCK = 111
-    SPARSE_CUDA_ARRAY_SUPPORTED = 112
-    READ_ONLY_HOST_REGISTER_SUPPORTED = 113
-    TIMELINE_SEMAPHORE_INTEROP_SUPPORTED = 114
-    MEMORY_POOLS_SUPPORTED = 115
-    GPU_DIRECT_RDMA_SUPPORTED = 116
-    GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS = 117
-    GPU_DIRECT_RDMA_WRITES_ORDERING = 118
-    MEMPOOL_SUPPORTED_HANDLE_TYPES = 119
-    CLUSTER_LAUNCH = 120
-    DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED = 121
-    CAN_USE_64_BIT_STREAM_MEM_OPS = 122
-    CAN_USE_STREAM_WAIT_VALUE_NOR = 123
-    DMA_BUF_SUPPORTED = 124
-    IPC_EVENT_SUPPORTED = 125
-    MEM_SYNC_DOMAIN_COUNT = 126
-    TENSOR_MAP_ACCESS_SUPPORTED = 127
-    HANDLE_TYPE_FABRIC_SUPPORTED = 128
-    UNIFIED_FUNCTION_POINTERS = 129
-    NUMA_CONFIG = 130
-    NUMA_ID = 131
-    MULTICAST_SUPPORTED = 132
-    MPS_ENABLED = 133
-    HOST_NUMA_ID = 134
-    D3D12_CIG_SUPPORTED = 135
-    MEM_DECOMPRESS_ALGORITHM_MASK = 136
-    MEM_DECOMPRESS_MAXIMUM_LENGTH = 137
-    VULKAN_CIG_SUPPORTED = 138
-    GPU_PCI_DEVICE_ID = 139
-    GPU_PCI_SUBSYSTEM_ID = 140
-    HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 141
-    HOST_NUMA_MEMORY_POOLS_SUPPORTED = 142
-    HOST_NUMA_MULTINODE_IPC_SUPPORTED = 143
-    HOST_MEMORY_POOLS_SUPPORTED = 144
-    HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 145
-    HOST_ALLOC_DMA_BUF_SUPPORTED = 146
-    ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED = 147
-    ATOMIC_REDUCTION_SUPPORTED = 148
-    LOCALITY_DOMAIN_COUNT = 149
-    MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK = 150
-    D3D12_CIG_STREAMS_SUPPORTED = 151
-    DMA_BUF_MMAP_SUPPORTED = 152
-    LOGICAL_ENDPOINT_UNICAST_SUPPORTED = 153
-    LOGICAL_ENDPOINT_MULTICAST_SUPPORTED = 154
-    LOGICAL_ENDPOINT_COUNTED_OPS_SUPPORTED = 155
-    LOGICAL_ENDPOINT_UNICAST_ACCESS_ON_OWNER_DEVICE_SUPPORTED = 156
-    LOCALITY_DOMAIN_MULTIPROCESSOR_COUNT = 157
-    LOGICAL_ENDPOINT_SUPPORTED_HANDLE_TYPES = 158
-    GPU_DIRECT_RDMA_WITH_LOCALIZED_MEMORY_SUPPORTED = 161
-
-
-DeviceAttribute.__module__ = "cudriver"
 ComputeCapability.__module__ = "cudriver"
 
 
@@ -223,6 +96,46 @@ def _attr_value(attr: Any) -> Any:
             f"device attribute {int(attr)} is unknown to the installed cuda-bindings; "
             "a newer cuda-bindings is needed",
         ) from None
+
+
+# -- the current context ------------------------------------------------------------------
+def enter_context(ctx_h: Any, key: int) -> bool:
+    """Make the context ``ctx_h`` (whose int value is ``key``) current unless it is.
+
+    Returns True when it was pushed (``cuCtxPushCurrent``): then call
+    :func:`leave_context` with that result when done.
+    """
+    r = _cuCtxGetCurrent()
+    if r[0] is SUCCESS and r[1] is not None and int(r[1]) == key:
+        return False
+    p = _cuCtxPushCurrent(ctx_h)
+    if p[0] is not SUCCESS:
+        raise error_for(p[0], _cuCtxPushCurrent)
+    return True
+
+
+def leave_context(pushed: bool) -> None:
+    """Undo :func:`enter_context`: pop the context it pushed, if it pushed one."""
+    if pushed:
+        _cuCtxPopCurrent()
+
+
+def call_in_context(ctx_h: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` with the context ``ctx_h`` current; returns ``fn``'s status tuple.
+
+    For releases: it raises nothing of its own; a failed push is returned as the
+    push's status tuple.
+    """
+    r = _cuCtxGetCurrent()
+    if r[0] is SUCCESS and r[1] is not None and int(r[1]) == int(ctx_h):
+        return fn(*args)
+    p = _cuCtxPushCurrent(ctx_h)
+    if p[0] is not SUCCESS:
+        return p
+    try:
+        return fn(*args)
+    finally:
+        _cuCtxPopCurrent()
 
 
 class Device:
@@ -275,12 +188,9 @@ class Device:
         with cls._lock:
             dev = cls._cache.get(ordinal)
             if dev is None:
-                r = _drv.cuDeviceGet(ordinal)
-                if r[0] is not SUCCESS:
-                    raise make_error(r[0], "cuDeviceGet")
                 dev = object.__new__(cls)
                 dev._ordinal = ordinal
-                dev._h = r[1]
+                dev._h = _cuDeviceGet(ordinal)
                 dev._name = None
                 dev._attrs = {}
                 cls._cache[ordinal] = dev
@@ -290,10 +200,7 @@ class Device:
     def count() -> int:
         """Number of CUDA devices (``cuDeviceGetCount``; initialises the driver)."""
         init()
-        r = _drv.cuDeviceGetCount()
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuDeviceGetCount")
-        return int(r[1])
+        return int(_cuDeviceGetCount())
 
     @classmethod
     def all(cls) -> list[Device]:
@@ -317,19 +224,14 @@ class Device:
     def name(self) -> str:
         """The device's name (``cuDeviceGetName``; cached)."""
         if self._name is None:
-            r = _drv.cuDeviceGetName(256, self._h)
-            if r[0] is not SUCCESS:
-                raise make_error(r[0], "cuDeviceGetName")
-            self._name = bytes(r[1]).split(b"\0", 1)[0].decode(errors="replace")
+            raw = _cuDeviceGetName(256, self._h)
+            self._name = bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
         return self._name
 
     @property
     def uuid(self) -> _uuid.UUID:
         """The device's UUID (``cuDeviceGetUuid``)."""
-        r = _drv.cuDeviceGetUuid(self._h)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuDeviceGetUuid")
-        raw = r[1].bytes
+        raw = _cuDeviceGetUuid(self._h).bytes
         if isinstance(raw, str):  # older bindings return a str of the bytes
             raw = raw.encode("latin-1")
         return _uuid.UUID(bytes=bytes(raw)[:16])
@@ -337,10 +239,7 @@ class Device:
     @property
     def pci_bus_id(self) -> str:
         """The PCI bus id, ``"0000:18:00.0"`` (``cuDeviceGetPCIBusId``)."""
-        r = _drv.cuDeviceGetPCIBusId(64, self._h)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuDeviceGetPCIBusId")
-        return bytes(r[1]).split(b"\0", 1)[0].decode()
+        return bytes(_cuDeviceGetPCIBusId(64, self._h)).split(b"\0", 1)[0].decode()
 
     @property
     def compute_capability(self) -> ComputeCapability:
@@ -358,10 +257,7 @@ class Device:
     @property
     def total_memory(self) -> int:
         """Total device memory in bytes (``cuDeviceTotalMem``)."""
-        r = _drv.cuDeviceTotalMem(self._h)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuDeviceTotalMem")
-        return int(r[1])
+        return int(_cuDeviceTotalMem(self._h))
 
     @property
     def multiprocessor_count(self) -> int:
@@ -379,10 +275,7 @@ class Device:
         key = int(attr)
         v = self._attrs.get(key)
         if v is None:
-            r = _drv.cuDeviceGetAttribute(_attr_value(key), self._h)
-            if r[0] is not SUCCESS:
-                raise make_error(r[0], "cuDeviceGetAttribute")
-            v = self._attrs[key] = int(r[1])
+            v = self._attrs[key] = int(_cuDeviceGetAttribute(_attr_value(key), self._h))
         return v
 
     def primary_context(self) -> Context:
@@ -391,19 +284,14 @@ class Device:
         The returned :class:`Context` releases its retain on ``close()`` or collection
         (``cuDevicePrimaryCtxRelease``). It is not made current.
         """
-        from .context import Context
-
-        return Context._retain_primary(self)
+        return Context._new(_cuDevicePrimaryCtxRetain(self._h), self, primary=True, owned=True)
 
     def can_access_peer(self, other: Device | int) -> bool:
         """Whether this device can map ``other``'s memory (``cuDeviceCanAccessPeer``)."""
         peer = Device(other) if not isinstance(other, Device) else other
         if peer is self:
             return False
-        r = _drv.cuDeviceCanAccessPeer(self._h, peer._h)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuDeviceCanAccessPeer")
-        return bool(r[1])
+        return bool(_cuDeviceCanAccessPeer(self._h, peer._h))
 
     def __repr__(self) -> str:
         name = f" {self._name!r}" if self._name is not None else ""
@@ -411,3 +299,298 @@ class Device:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Device, (self._ordinal,))
+
+
+class Context(Handle):
+    """A CUDA context.
+
+    Obtain one with :meth:`Device.primary_context` (retained, released on close),
+    :meth:`Context.create` (destroyed on close), :meth:`Context.current` or
+    :meth:`Context.from_handle` (borrowed).
+
+    ``with ctx:`` pushes the context on the calling thread's stack
+    (``cuCtxPushCurrent``) and pops it on exit (``cuCtxPopCurrent``), restoring the
+    context that was current before, also when the block raises. Unlike other
+    handle classes, leaving the block does not close the context; call
+    :meth:`close`.
+    """
+
+    __slots__ = ("_device", "_primary")
+
+    _kind = "Context"
+
+    _device: Device | None
+    _primary: bool
+
+    def __init__(self) -> None:
+        raise TypeError(
+            "use Device.primary_context(), Context.create(), Context.current() "
+            "or Context.from_handle()"
+        )
+
+    @classmethod
+    def _new(
+        cls, h: Any, device: Device | None, *, primary: bool, owned: bool, owner: Any = None
+    ) -> Context:
+        self = object.__new__(cls)
+        self._device = device
+        self._primary = primary
+        if primary and owned:
+            assert device is not None
+            cudev = device.handle
+            self._init_handle(
+                h,
+                release=lambda _h: _drv.cuDevicePrimaryCtxRelease(cudev),
+                func="cuDevicePrimaryCtxRelease",
+                owner=owner,
+                on_release=_forget_borrowed(int(h)),
+            )
+        else:
+            self._init_handle(
+                h,
+                release=_drv.cuCtxDestroy,
+                func="cuCtxDestroy",
+                owned=owned,
+                owner=owner,
+                on_release=_forget_borrowed(int(h)) if owned else None,
+            )
+        return self
+
+    @classmethod
+    def create(
+        cls, device: Device | int = 0, flags: ContextFlags | int = ContextFlags.SCHED_AUTO
+    ) -> Context:
+        """Create a new context on ``device`` (``cuCtxCreate``); destroyed on close.
+
+        The driver makes a new context current; this method pops it again so that
+        the calling thread's current context is unchanged. Use ``with ctx:`` or
+        :meth:`set_current` to make it current. Allocates device resources.
+        """
+        dev = Device(device) if not isinstance(device, Device) else device
+        ctx = cls._new(_cuCtxCreate(int(flags), dev.handle), dev, primary=False, owned=True)
+        try:
+            _cuCtxPop()
+        except BaseException:  # pragma: no cover - the driver just pushed it
+            ctx.close()
+            raise
+        return ctx
+
+    @classmethod
+    def from_handle(cls, handle: Any, owner: Any = None) -> Context:
+        """Wrap a foreign ``CUcontext`` (or int) without owning it.
+
+        ``owner`` is kept alive as long as the returned object.
+        """
+        h = handle if isinstance(handle, _drv.CUcontext) else _drv.CUcontext(int(handle))
+        if int(h) == _NULL:
+            raise ValueError("cannot wrap a NULL context handle")
+        return cls._new(h, None, primary=False, owned=False, owner=owner)
+
+    @classmethod
+    def current(cls) -> Context | None:
+        """The calling thread's current context (``cuCtxGetCurrent``), or None.
+
+        The result is borrowed: closing it does not release anything.
+        """
+        init()
+        h = _cuCtxGetCurrentChecked()
+        if int(h) == _NULL:
+            return None
+        return cls._new(h, None, primary=False, owned=False)
+
+    # -- current-context stack ----------------------------------------------------
+    def set_current(self) -> None:
+        """Make this context current on the calling thread (``cuCtxSetCurrent``).
+
+        The calling thread keeps a reference to this object until another context is
+        made current through :meth:`set_current`, so
+        ``dev.primary_context().set_current()`` does not release the context at once.
+        """
+        _cuCtxSetCurrent(self.handle)
+        _thread_current.ctx = self
+
+    def push(self) -> None:
+        """Push this context on the calling thread's stack (``cuCtxPushCurrent``)."""
+        _cuCtxPush(self.handle)
+
+    @staticmethod
+    def pop() -> None:
+        """Pop the calling thread's current context (``cuCtxPopCurrent``)."""
+        _cuCtxPop()
+
+    def __enter__(self) -> Self:
+        self.push()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pop()
+
+    def _scope(self) -> _Scope:
+        """Make this context current for a ``with`` block, pushing only when it is not."""
+        return _Scope(self)
+
+    # -- properties -----------------------------------------------------------------
+    @property
+    def device(self) -> Device:
+        """The context's device (``cuCtxGetDevice`` on first use)."""
+        if self._device is None:
+            with self._scope():
+                dev = _cuCtxGetDevice()
+            self._device = Device(int(dev))
+        return self._device
+
+    @property
+    def is_primary(self) -> bool:
+        """Whether this object was obtained from :meth:`Device.primary_context`."""
+        return self._primary
+
+    @property
+    def api_version(self) -> int:
+        """The context's API version (``cuCtxGetApiVersion``)."""
+        return int(_cuCtxGetApiVersion(self.handle))
+
+    @property
+    def stream_priority_range(self) -> tuple[int, int]:
+        """``(least, greatest)`` stream priorities (``cuCtxGetStreamPriorityRange``).
+
+        Numerically lower values are higher priorities: greatest is e.g. ``-5``.
+        """
+        with self._scope():
+            least, greatest = _cuCtxGetStreamPriorityRange()
+        return int(least), int(greatest)
+
+    def synchronize(self) -> None:
+        """Wait for all work in this context (``cuCtxSynchronize``); blocks the thread.
+
+        Then raises :class:`~cudriver.HostCallbackError` if a host function that ran
+        on a stream of this context raised and no ``synchronize()`` collected it yet.
+        """
+        with self._scope():
+            _cuCtxSynchronize()
+        if _hostfn.PENDING:
+            # re-raise errors of host functions that ran on this context's streams
+            _hostfn.after_context_sync(self._key)
+
+    # -- limits -----------------------------------------------------------------------
+    def get_limit(self, limit: Limit | int) -> int:
+        """Read a context limit (``cuCtxGetLimit``)."""
+        lim = _limit(limit)
+        with self._scope():
+            return int(_cuCtxGetLimit(lim))
+
+    def set_limit(self, limit: Limit | int, value: int) -> None:
+        """Set a context limit (``cuCtxSetLimit``); may allocate device memory."""
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"limit value must be a non-negative int, not {value!r}")
+        lim = _limit(limit)
+        with self._scope():
+            _cuCtxSetLimit(lim, value)
+
+    @property
+    def stack_size(self) -> int:
+        """Per-thread stack size in bytes (``CU_LIMIT_STACK_SIZE``)."""
+        return self.get_limit(Limit.STACK_SIZE)
+
+    @stack_size.setter
+    def stack_size(self, value: int) -> None:
+        self.set_limit(Limit.STACK_SIZE, value)
+
+    @property
+    def printf_fifo_size(self) -> int:
+        """Size of the device ``printf`` FIFO in bytes (``CU_LIMIT_PRINTF_FIFO_SIZE``)."""
+        return self.get_limit(Limit.PRINTF_FIFO_SIZE)
+
+    @printf_fifo_size.setter
+    def printf_fifo_size(self, value: int) -> None:
+        self.set_limit(Limit.PRINTF_FIFO_SIZE, value)
+
+    @property
+    def malloc_heap_size(self) -> int:
+        """Size of the device ``malloc`` heap in bytes (``CU_LIMIT_MALLOC_HEAP_SIZE``)."""
+        return self.get_limit(Limit.MALLOC_HEAP_SIZE)
+
+    @malloc_heap_size.setter
+    def malloc_heap_size(self, value: int) -> None:
+        self.set_limit(Limit.MALLOC_HEAP_SIZE, value)
+
+    def _repr_extra(self) -> str:
+        parts = []
+        if self._device is not None:
+            parts.append(f"device={self._device.ordinal}")
+        if self._primary:
+            parts.append("primary")
+        return " ".join(parts)
+
+
+def _forget_borrowed(key: int) -> Callable[[], None]:
+    def forget() -> None:
+        _borrowed.pop(key, None)
+
+    return forget
+
+
+class _Scope:
+    """``with ctx._scope():`` makes ``ctx`` current for the block (push/pop if needed)."""
+
+    __slots__ = ("ctx", "pushed")
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.pushed = False
+
+    def __enter__(self) -> None:
+        ctx = self.ctx
+        self.pushed = enter_context(ctx._closed_check(), ctx._key)
+
+    def __exit__(self, *exc: object) -> None:
+        pushed, self.pushed = self.pushed, False
+        leave_context(pushed)
+
+
+def _limit(limit: Any) -> Any:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be a cudriver.Limit, not {type(limit).__name__}")
+    try:
+        return _drv.CUlimit(int(limit))
+    except ValueError:
+        raise ValueError(f"unknown context limit {int(limit)}") from None
+
+
+def context_arg(context: object) -> Context | None:
+    """``context`` when it is a :class:`Context` or None, else ``TypeError``."""
+    if context is None or isinstance(context, Context):
+        return context
+    raise TypeError(f"context must be a cudriver.Context or None, not {type(context).__name__}")
+
+
+_thread_current = threading.local()
+#: Borrowed wrappers of contexts seen current, by handle value: made once, so finding
+#: the current context costs one driver call and a dict lookup. Forgotten when an
+#: owned Context of the same handle is closed (the handle may then be reused).
+_borrowed: dict[int, Context] = {}
+_default_lock = threading.Lock()
+_default: Context | None = None
+
+
+def current_or_default() -> Context:
+    """The current context; if none, device 0's primary context, made current.
+
+    Like the CUDA runtime API, a thread with no current context gets device 0's
+    primary context (retained once per process and kept until exit).
+    """
+    global _default
+    init()
+    r = _cuCtxGetCurrent()
+    if r[0] is not SUCCESS:
+        raise error_for(r[0], _cuCtxGetCurrent)
+    key = int(r[1])
+    if key != _NULL:
+        ctx = _borrowed.get(key)
+        if ctx is None or ctx._h is None:
+            ctx = _borrowed[key] = Context._new(r[1], None, primary=False, owned=False)
+        return ctx
+    with _default_lock:
+        if _default is None:
+            _default = Device(0).primary_context()
+    _default.set_current()
+    return _default

@@ -15,8 +15,9 @@ from.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from cuda.bindings import driver as _drv
 
@@ -45,7 +46,9 @@ __all__ = [
     "checked",
     "check",
     "error_class",
+    "error_for",
     "make_error",
+    "watch_capture_violations",
 ]
 
 _SUCCESS = _drv.CUresult.CUDA_SUCCESS
@@ -360,30 +363,61 @@ def _describe(code: int) -> tuple[str, str]:
     return name, desc
 
 
-#: The first call that failed with a capture error since the last capture began
-#: (``"cuStreamSynchronize failed: ..."``), used to say what invalidated a capture.
-last_capture_violation: str | None = None
+class CaptureViolationWatcher(Protocol):
+    """What :func:`make_error` tells about capture errors: a capture's bookkeeping."""
+
+    violation: str | None
+
+
+class _Watchers(threading.local):
+    def __init__(self) -> None:
+        self.items: list[CaptureViolationWatcher] = []
+
+
+# Per thread: the captures begun on this thread and not yet ended. A capture error
+# raised on a thread is blamed on that thread's open captures only, so two threads
+# capturing at once never blame each other's calls.
+_watchers = _Watchers()
+
+
+def watch_capture_violations(watcher: CaptureViolationWatcher) -> Callable[[], None]:
+    """Record in ``watcher.violation`` the first capture error raised on this thread.
+
+    Returns the function that stops recording (callable from any thread, idempotent).
+    """
+    items = _watchers.items
+    items.append(watcher)
+
+    def stop() -> None:
+        try:
+            items.remove(watcher)
+        except ValueError:
+            pass
+
+    return stop
 
 
 def make_error(code: Any, func: str, detail: str | None = None) -> CudaError:
     """Build (not raise) the exception for status ``code`` returned by ``func``."""
-    global last_capture_violation
     cls = error_class(code)
-    if (
-        cls is StreamCaptureError
-        and last_capture_violation is None
-        and func != "cuStreamEndCapture"
-    ):
-        name, _desc = _describe(int(code))
-        last_capture_violation = f"{func} ({name})"
+    if cls is StreamCaptureError and func != "cuStreamEndCapture":
+        items = _watchers.items
+        if items:
+            name, _desc = _describe(int(code))
+            for w in items:
+                if w.violation is None:
+                    w.violation = f"{func} ({name})"
     if cls is GraphUpdateError:
         return GraphUpdateError(code, func, "unknown", detail or "the driver gave no reason")
     return cls(code, func, detail)
 
 
-def raise_error(code: Any, func: str) -> NoReturn:
-    """Raise the exception for status ``code`` returned by ``func`` (the slow path)."""
-    raise make_error(code, func)
+def error_for(code: Any, func: Callable[..., Any], detail: str | None = None) -> CudaError:
+    """Build the exception for status ``code`` returned by the driver function ``func``.
+
+    The hot paths' way to report a failure: the name comes from the function itself.
+    """
+    return make_error(code, func.__name__, detail)
 
 
 def _is_missing_driver(exc: BaseException) -> bool:
@@ -406,7 +440,8 @@ def check(result: tuple[Any, ...], func: str) -> Any:
 
     Returns
     -------
-    None, the single output, or a tuple of the outputs.
+    object
+        None, the single output, or a tuple of the outputs.
 
     Raises
     ------
@@ -450,48 +485,30 @@ def checked(
 
     Returns
     -------
-    The wrapped function: with no ``ok``, it returns None, the single output, or the
-    tuple of outputs.
+    Callable
+        The wrapped function: with no ``ok``, it returns None, the single output, or
+        the tuple of outputs.
     """
 
     def decorate(f: Callable[..., tuple[Any, ...]]) -> Callable[..., Any]:
         fname: str = name or str(getattr(f, "__name__", "driver call"))
         ok_codes = frozenset(int(c) for c in ok)
 
-        if not ok_codes:
-
-            def wrapper(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    r = f(*args, **kwargs)
-                except Exception as exc:
-                    if _is_missing_driver(exc):
-                        raise DriverNotFoundError(str(exc)) from None
-                    raise
-                status = r[0]
-                if status is not _SUCCESS:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                r = f(*args, **kwargs)
+            except Exception as exc:
+                if _is_missing_driver(exc):
+                    raise DriverNotFoundError(str(exc)) from None
+                raise
+            status = r[0]
+            if status is not _SUCCESS:
+                if int(status) not in ok_codes:
                     raise make_error(status, fname)
+            elif not ok_codes:
                 n = len(r)
-                if n == 2:
-                    return r[1]
-                if n == 1:
-                    return None
-                return r[1:]
-
-        else:
-
-            def wrapper(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    r = f(*args, **kwargs)
-                except Exception as exc:
-                    if _is_missing_driver(exc):
-                        raise DriverNotFoundError(str(exc)) from None
-                    raise
-                status = r[0]
-                if status is not _SUCCESS and int(status) not in ok_codes:
-                    raise make_error(status, fname)
-                if len(r) == 1:
-                    return status
-                return r
+                return r[1] if n == 2 else None if n == 1 else r[1:]
+            return status if len(r) == 1 else r
 
         try:
             functools.update_wrapper(wrapper, f)

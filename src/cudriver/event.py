@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cuda.bindings import driver as _drv
 
+from . import _bindings
 from ._bindings import SUCCESS
+from ._coerce import StreamLike, stream_handle
 from ._handle import Handle
-from .errors import make_error
-from .stream import Stream, stream_handle
-
-if TYPE_CHECKING:
-    from .context import Context
-    from .stream import StreamLike
+from .device import Context, context_arg, current_or_default
+from .errors import checked, error_for
 
 __all__ = ["Event"]
 
@@ -22,6 +20,10 @@ _cuEventRecord = _drv.cuEventRecord
 _cuEventQuery = _drv.cuEventQuery
 _cuEventSynchronize = _drv.cuEventSynchronize
 _F = _drv.CUevent_flags
+_cuEventCreate = checked(_drv.cuEventCreate)
+_cuEventElapsedTime = checked(_bindings.event_elapsed_time, name="cuEventElapsedTime")
+_cuIpcGetEventHandle = checked(_drv.cuIpcGetEventHandle)
+_cuIpcOpenEventHandle = checked(_drv.cuIpcOpenEventHandle)
 
 
 class Event(Handle):
@@ -58,8 +60,6 @@ class Event(Handle):
         interprocess: bool = False,
         context: Context | None = None,
     ) -> None:
-        from .context import current_or_default
-
         if interprocess and timing:
             raise ValueError("an interprocess event cannot record timing: pass timing=False")
         flags = 0
@@ -69,21 +69,17 @@ class Event(Handle):
             flags |= int(_F.CU_EVENT_BLOCKING_SYNC)
         if interprocess:
             flags |= int(_F.CU_EVENT_INTERPROCESS)
-        ctx = context if context is not None else current_or_default()
+        ctx = context_arg(context) or current_or_default()
         with ctx._scope():
-            r = _drv.cuEventCreate(flags)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuEventCreate")
+            h = _cuEventCreate(flags)
         self._context = ctx
         self._timing = timing
         self._flags = flags
-        self._init_handle(r[1], release=_drv.cuEventDestroy, func="cuEventDestroy", keep=(ctx,))
+        self._init_handle(h, release=_drv.cuEventDestroy, func="cuEventDestroy", keep=(ctx,))
 
     @classmethod
     def from_handle(cls, handle: Any, owner: Any = None, *, timing: bool = False) -> Event:
         """Wrap a foreign ``CUevent`` (or int) without owning it."""
-        from .context import current_or_default
-
         h = handle if isinstance(handle, _drv.CUevent) else _drv.CUevent(int(handle))
         if int(h) == 0:
             raise ValueError("cannot wrap a NULL event handle")
@@ -113,15 +109,9 @@ class Event(Handle):
         h = self._h
         if h is None:
             self._raise_closed()
-        if type(stream) is Stream:
-            sh = stream._h
-            if sh is None:
-                stream._raise_closed()
-        else:
-            sh = stream_handle(stream)
-        r = _cuEventRecord(h, sh)
+        r = _cuEventRecord(h, stream_handle(stream))
         if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuEventRecord")
+            raise error_for(r[0], _cuEventRecord)
         return self
 
     def query(self) -> bool:
@@ -135,7 +125,7 @@ class Event(Handle):
             return True
         if s is _NOT_READY:
             return False
-        raise make_error(s, "cuEventQuery")
+        raise error_for(s, _cuEventQuery)
 
     def synchronize(self) -> None:
         """Block until the recorded work has completed (``cuEventSynchronize``)."""
@@ -144,7 +134,7 @@ class Event(Handle):
             self._raise_closed()
         r = _cuEventSynchronize(h)
         if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuEventSynchronize")
+            raise error_for(r[0], _cuEventSynchronize)
 
     def elapsed_ms(self, later: Event) -> float:
         """Milliseconds between this event and ``later`` (``cuEventElapsedTime``).
@@ -155,21 +145,13 @@ class Event(Handle):
             raise TypeError(f"later must be an Event, not {type(later).__name__}")
         if not self._timing or not later._timing:
             raise ValueError("elapsed_ms needs two events created with timing=True")
-        h1, h2 = self.handle, later.handle
-        fn = getattr(_drv, "cuEventElapsedTime_v2", None) or _drv.cuEventElapsedTime
-        r = fn(h1, h2)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuEventElapsedTime")
-        return float(r[1])
+        return float(_cuEventElapsedTime(self.handle, later.handle))
 
     def ipc_handle(self) -> bytes:
         """Export an interprocess event (``cuIpcGetEventHandle``) as 64 bytes."""
         if not self._flags & int(_F.CU_EVENT_INTERPROCESS):
             raise ValueError("only an Event(interprocess=True, timing=False) can be exported")
-        r = _drv.cuIpcGetEventHandle(self.handle)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuIpcGetEventHandle")
-        return bytes(r[1].reserved)
+        return bytes(_cuIpcGetEventHandle(self.handle).reserved)
 
     @classmethod
     def from_ipc_handle(cls, data: bytes, *, context: Context | None = None) -> Event:
@@ -177,23 +159,19 @@ class Event(Handle):
 
         The returned event is owned: closing it releases this process's reference.
         """
-        from .context import current_or_default
-
         raw = bytes(data)
         if len(raw) != 64:
             raise ValueError(f"an IPC event handle has 64 bytes, not {len(raw)}")
         ipc = _drv.CUipcEventHandle()
         ipc.reserved = raw
-        ctx = context if context is not None else current_or_default()
+        ctx = context_arg(context) or current_or_default()
         with ctx._scope():
-            r = _drv.cuIpcOpenEventHandle(ipc)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuIpcOpenEventHandle")
+            h = _cuIpcOpenEventHandle(ipc)
         self = object.__new__(cls)
         self._context = ctx
         self._timing = False
         self._flags = int(_F.CU_EVENT_INTERPROCESS | _F.CU_EVENT_DISABLE_TIMING)
-        self._init_handle(r[1], release=_drv.cuEventDestroy, func="cuEventDestroy", keep=(ctx,))
+        self._init_handle(h, release=_drv.cuEventDestroy, func="cuEventDestroy", keep=(ctx,))
         return self
 
     def _repr_extra(self) -> str:

@@ -1,69 +1,30 @@
-"""CUDA graphs: capture modes and status, Graph and GraphExec."""
+"""CUDA graphs: Graph (built or captured) and GraphExec (instantiated, launched, updated)."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import tempfile
-from enum import IntEnum
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _capture
+from . import _bindings, capture
 from ._bindings import SUCCESS
+from ._coerce import StreamLike, stream_handle
 from ._handle import Handle
-from .errors import ClosedError, GraphUpdateError, make_error
-from .stream import Stream, stream_handle
+from ._hostfn import HostFuncRecord
+from .device import Context, context_arg, current_or_default
+from .errors import ClosedError, GraphUpdateError, checked, error_for
 
-if TYPE_CHECKING:
-    from .context import Context
-    from .stream import StreamLike
+__all__ = ["Graph", "GraphExec"]
 
-__all__ = ["CaptureMode", "CaptureStatus", "Graph", "GraphExec"]
-
-
-class CaptureMode(IntEnum):
-    """How strictly a capture forbids unsafe calls (``CUstreamCaptureMode``).
-
-    GLOBAL
-        While this capture is active, potentially unsafe API calls (such as
-        synchronous allocations or ``cuCtxSynchronize``) are forbidden on *every*
-        thread that has not opted out; the strictest mode.
-    THREAD_LOCAL
-        Unsafe calls are forbidden only on the thread that began the capture (and
-        other threads' own thread-local or global captures). The default, and what
-        a library capturing on behalf of its caller wants.
-    RELAXED
-        No calls are forbidden because of this capture; the user takes
-        responsibility for not issuing unsafe calls.
-    """
-
-    GLOBAL = 0
-    THREAD_LOCAL = 1
-    RELAXED = 2
-
-
-class CaptureStatus(IntEnum):
-    """A stream's capture state (``CUstreamCaptureStatus``).
-
-    NONE
-        Not capturing.
-    ACTIVE
-        Capturing; work is recorded into a graph instead of running.
-    INVALIDATED
-        Capturing, but an unsupported operation broke the capture: ending it fails
-        with ``CUDA_ERROR_STREAM_CAPTURE_INVALIDATED``.
-    """
-
-    NONE = 0
-    ACTIVE = 1
-    INVALIDATED = 2
-
-
-CaptureMode.__module__ = "cudriver"
-CaptureStatus.__module__ = "cudriver"
-
+_cuGraphCreate = checked(_drv.cuGraphCreate)
+_cuGraphGetNodes = checked(_drv.cuGraphGetNodes)
+_cuGraphClone = checked(_drv.cuGraphClone)
+_cuGraphDebugDotPrint = checked(_drv.cuGraphDebugDotPrint)
+_cuGraphInstantiate = checked(_bindings.graph_instantiate, name="cuGraphInstantiate")
+_cuGraphInstantiateWithParams = _drv.cuGraphInstantiateWithParams
+_cuGraphUpload = checked(_drv.cuGraphUpload)
 _cuGraphLaunch = _drv.cuGraphLaunch
 _F = _drv.CUgraphInstantiate_flags
 
@@ -97,15 +58,11 @@ class Graph(Handle):
     _pending_capture: bool
 
     def __init__(self, *, context: Context | None = None) -> None:
-        from .context import current_or_default
-
-        ctx = context if context is not None else current_or_default()
+        ctx = context_arg(context) or current_or_default()
         with ctx._scope():
-            r = _drv.cuGraphCreate(0)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuGraphCreate")
+            h = _cuGraphCreate(0)
         self._pending_capture = False
-        self._fill(r[1], [], ctx)
+        self._fill(h, [], ctx)
 
     def _fill(self, h: Any, keep: list[Any], context: Context | None) -> None:
         self._keep = keep
@@ -157,17 +114,13 @@ class Graph(Handle):
     @property
     def num_nodes(self) -> int:
         """Number of nodes (``cuGraphGetNodes``)."""
-        r = _drv.cuGraphGetNodes(self.handle, 0)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuGraphGetNodes")
-        return int(r[2])
+        _nodes, n = _cuGraphGetNodes(self.handle, 0)
+        return int(n)
 
     def clone(self) -> Graph:
         """A copy of the graph (``cuGraphClone``) that keeps the same objects alive."""
-        r = _drv.cuGraphClone(self.handle)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuGraphClone")
-        return Graph._from_handle(r[1], keep=list(self._keep), context=self._context)
+        h = _cuGraphClone(self.handle)
+        return Graph._from_handle(h, keep=list(self._keep), context=self._context)
 
     def to_dot(self, path: str | os.PathLike[str] | None = None, *, verbose: bool = False) -> str:
         """The graph in DOT format (``cuGraphDebugDotPrint``); also written to ``path``.
@@ -178,17 +131,13 @@ class Graph(Handle):
         flags = int(_drv.CUgraphDebugDot_flags.CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) if verbose else 0
         if path is not None:
             target = os.fspath(path)
-            r = _drv.cuGraphDebugDotPrint(h, target.encode(), flags)
-            if r[0] is not SUCCESS:
-                raise make_error(r[0], "cuGraphDebugDotPrint")
+            _cuGraphDebugDotPrint(h, target.encode(), flags)
             with open(target, encoding="utf-8", errors="replace") as f:
                 return f.read()
         fd, tmp = tempfile.mkstemp(suffix=".dot", prefix="cudriver-graph-")
         os.close(fd)
         try:
-            r = _drv.cuGraphDebugDotPrint(h, tmp.encode(), flags)
-            if r[0] is not SUCCESS:
-                raise make_error(r[0], "cuGraphDebugDotPrint")
+            _cuGraphDebugDotPrint(h, tmp.encode(), flags)
             with open(tmp, encoding="utf-8", errors="replace") as f:
                 return f.read()
         finally:
@@ -216,6 +165,8 @@ class Graph(Handle):
         use_node_priority
             Honour per-node priorities instead of the launch stream's.
 
+        Notes
+        -----
         Allocates device resources; does not synchronise.
         """
         h = self.handle
@@ -227,34 +178,23 @@ class Graph(Handle):
         if use_node_priority:
             flags |= int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
         if upload_stream is None:
-            r = _bindings.graph_instantiate(h, flags)
-            if r[0] is not SUCCESS:
-                raise make_error(r[0], "cuGraphInstantiate")
-            eh = r[1]
+            eh = _cuGraphInstantiate(h, flags)
         else:
             params = _drv.CUDA_GRAPH_INSTANTIATE_PARAMS()
             params.flags = flags | int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)
             params.hUploadStream = stream_handle(upload_stream)
-            r = _drv.cuGraphInstantiateWithParams(h, params)
+            r = _cuGraphInstantiateWithParams(h, params)
             if r[0] is not SUCCESS:
                 detail = None
                 res = getattr(params, "result_out", None)
                 if res is not None and int(res) != 0:
                     detail = f"instantiate result {_drv.CUgraphInstantiateResult(int(res)).name}"
-                raise make_error(r[0], "cuGraphInstantiateWithParams", detail)
+                raise error_for(r[0], _cuGraphInstantiateWithParams, detail)
             eh = r[1]
         return GraphExec._new(eh, self)
 
     def _repr_extra(self) -> str:
         return "captured" if self._keep else ""
-
-
-class _UpdateInfo(ctypes.Structure):
-    _fields_ = (
-        ("result", ctypes.c_int),
-        ("errorNode", ctypes.c_void_p),
-        ("errorFromNode", ctypes.c_void_p),
-    )
 
 
 class GraphExec(Handle):
@@ -298,27 +238,20 @@ class GraphExec(Handle):
         h = self._h
         if h is None:
             self._raise_closed()
-        if type(stream) is Stream:
-            sh = stream._h
-            if sh is None:
-                stream._raise_closed()
-        else:
-            sh = stream_handle(stream)
+        sh = stream_handle(stream)
         if self._host_records:
             key = int(sh)
             for rec in self._host_records:
                 rec.stream_key = key
-        if _capture.ACTIVE:
-            _capture.keep(sh, self._keeps)
+        if capture.ACTIVE:
+            capture.keep(sh, self._keeps)
         r = _cuGraphLaunch(h, sh)
         if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuGraphLaunch")
+            raise error_for(r[0], _cuGraphLaunch)
 
     def upload(self, stream: StreamLike) -> None:
         """Upload the executable graph's resources on ``stream`` (``cuGraphUpload``)."""
-        r = _drv.cuGraphUpload(self.handle, stream_handle(stream))
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuGraphUpload")
+        _cuGraphUpload(self.handle, stream_handle(stream))
 
     def update(self, graph: Graph) -> None:
         """Update this executable graph in place from ``graph`` (``cuGraphExecUpdate``).
@@ -337,10 +270,10 @@ class GraphExec(Handle):
         if not isinstance(graph, Graph):
             raise TypeError(f"update() takes a cudriver.Graph, not {type(graph).__name__}")
         gh = graph.handle
-        status, info = _exec_update(h, gh)
+        status, info = _bindings.graph_exec_update(h, gh)
         if status is not SUCCESS:
             if info is None:
-                raise make_error(status, "cuGraphExecUpdate")
+                raise error_for(status, _drv.cuGraphExecUpdate)
             code = int(info.result)
             try:
                 rname = _drv.CUgraphExecUpdateResult(code).name
@@ -358,24 +291,5 @@ class GraphExec(Handle):
         return ""
 
 
-def _host_records(keep: list[Any]) -> list[Any]:
-    from . import _callbacks
-
-    return [o for o in keep if isinstance(o, _callbacks.HostFuncRecord)]
-
-
-def _exec_update(exec_h: Any, graph_h: Any) -> tuple[Any, _UpdateInfo | None]:
-    """Call ``cuGraphExecUpdate`` keeping the result info that the bindings drop."""
-    from ._libcuda import lib
-
-    try:
-        fn = lib().cuGraphExecUpdate_v2
-    except (AttributeError, OSError):
-        r = _drv.cuGraphExecUpdate(exec_h, graph_h)
-        return r[0], None
-    fn.restype = ctypes.c_int
-    fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_UpdateInfo))
-    info = _UpdateInfo()
-    code = fn(int(exec_h), int(graph_h), ctypes.byref(info))
-    status = _drv.CUresult(code)
-    return status, (info if code != 0 else None)
+def _host_records(keep: list[Any]) -> list[HostFuncRecord]:
+    return [o for o in keep if isinstance(o, HostFuncRecord)]

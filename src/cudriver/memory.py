@@ -1,140 +1,67 @@
-"""Device memory and pinned host memory: allocation, copies, fills and views.
+"""Device memory: :class:`DeviceBuffer` allocation, views, copies and fills.
 
 :class:`DeviceBuffer` owns device memory from ``cuMemAlloc`` (or, given a stream,
-stream-ordered memory from ``cuMemAllocAsync``); :class:`PinnedBuffer` owns
-page-locked host memory from ``cuMemHostAlloc``. Copies accept numpy arrays,
-bytes-like objects, the two buffer classes and any object exposing
-``__cuda_array_interface__``; every argument is checked in Python before the first
-driver call.
+stream-ordered memory from ``cuMemAllocAsync``). Copies accept numpy arrays,
+bytes-like objects, pinned and device buffers and any object exposing
+``__cuda_array_interface__`` (see ``_copy``); every argument is checked in Python
+before the first driver call.
 """
 
 from __future__ import annotations
 
-import math
-import operator
+import functools
 import weakref
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload, runtime_checkable
+from typing import Any, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from . import _capture
+from . import capture
 from ._bindings import SUCCESS
-from ._handle import Handle
-from ._runtime import init
-from .context import Context, current_or_default
-from .errors import ClosedError, make_error
-from .stream import Stream, stream_handle
+from ._coerce import (
+    DeviceMemory,
+    StreamLike,
+    dtype_arg,
+    int_arg,
+    nbytes_arg,
+    nbytes_of,
+    shape_arg,
+    stream_handle,
+    typed_shape,
+)
+from ._copy import cai_stream_value, fill_args, ndarray_address, operand, order_after
+from ._init import init
+from .device import (
+    Context,
+    call_in_context,
+    context_arg,
+    current_or_default,
+    enter_context,
+    leave_context,
+)
+from .errors import ClosedError, error_for
+from .stream import Stream
 
-if TYPE_CHECKING:
-    from .stream import StreamLike
-
-__all__ = ["DeviceBuffer", "PinnedBuffer", "SupportsCudaArrayInterface"]
+__all__ = ["DeviceBuffer"]
 
 _T = TypeVar("_T")
 
-
-@runtime_checkable
-class SupportsCudaArrayInterface(Protocol):
-    """An object exposing device memory through ``__cuda_array_interface__``."""
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        """The CUDA Array Interface dictionary (version 3)."""
-        ...
-
-
 _LEGACY = _drv.CUstream(1)  # CU_STREAM_LEGACY, independent of the per-thread-stream build
 _U8 = np.dtype(np.uint8)
-_EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
-_CAPTURE_NONE = _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
-_HOSTALLOC_PORTABLE = int(_drv.CU_MEMHOSTALLOC_PORTABLE)
-_HOSTALLOC_DEVICEMAP = int(_drv.CU_MEMHOSTALLOC_DEVICEMAP)
-_HOSTALLOC_WRITECOMBINED = int(_drv.CU_MEMHOSTALLOC_WRITECOMBINED)
 _PTR_ATTR_CONTEXT = _drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_CONTEXT
 
-_cuCtxGetCurrent = _drv.cuCtxGetCurrent
-_cuCtxPushCurrent = _drv.cuCtxPushCurrent
-_cuCtxPopCurrent = _drv.cuCtxPopCurrent
 _cuMemAlloc = _drv.cuMemAlloc
 _cuMemAllocAsync = _drv.cuMemAllocAsync
 _cuMemFree = _drv.cuMemFree
 _cuMemFreeAsync = _drv.cuMemFreeAsync
+_cuCtxSynchronize = _drv.cuCtxSynchronize
 _cuStreamSynchronize = _drv.cuStreamSynchronize
 _cuMemcpyHtoDAsync = _drv.cuMemcpyHtoDAsync
 _cuMemcpyDtoHAsync = _drv.cuMemcpyDtoHAsync
 _cuMemcpyDtoDAsync = _drv.cuMemcpyDtoDAsync
-_MEMSET = {
-    1: (_drv.cuMemsetD8Async, "cuMemsetD8Async"),
-    2: (_drv.cuMemsetD16Async, "cuMemsetD16Async"),
-    4: (_drv.cuMemsetD32Async, "cuMemsetD32Async"),
-}
-
-
-# -- argument checks (pure Python: they run before any driver call) -------------------
-def _int_arg(value: object, name: str) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not bool")
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
-
-
-def _nbytes_arg(value: object, name: str = "nbytes") -> int:
-    n = _int_arg(value, name)
-    if n <= 0:
-        raise ValueError(f"{name} must be positive, not {n}")
-    return n
-
-
-def _dtype_arg(dtype: npt.DTypeLike) -> np.dtype[Any]:
-    try:
-        dt = np.dtype(dtype)
-    except TypeError as exc:
-        raise TypeError(f"not a numpy dtype: {dtype!r} ({exc})") from None
-    if dt.hasobject:
-        raise TypeError(f"dtype {dt} holds Python objects, which have no meaning on the device")
-    if dt.itemsize == 0:
-        raise ValueError(f"dtype {dt} has no size")
-    return dt
-
-
-def _shape_arg(shape: object) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        dims: tuple[object, ...] = (shape,)
-    elif isinstance(shape, (tuple, list)):
-        dims = tuple(shape)
-    else:
-        raise TypeError(f"shape must be an int or a tuple of ints, not {type(shape).__name__}")
-    out = tuple(_int_arg(d, "shape entry") for d in dims)
-    if any(d < 0 for d in out):
-        raise ValueError(f"shape {out} has a negative dimension")
-    return out
-
-
-def _nbytes_of(shape: tuple[int, ...], dtype: np.dtype[Any]) -> int:
-    n = math.prod(shape) * dtype.itemsize
-    if n == 0:
-        raise ValueError(f"shape {shape} of {dtype} has no elements: a buffer needs >= 1 byte")
-    return n
-
-
-def _context_arg(context: object) -> Context | None:
-    if context is None or isinstance(context, Context):
-        return context
-    raise TypeError(f"context must be a cudriver.Context or None, not {type(context).__name__}")
-
-
-def _stream_arg(stream: StreamLike) -> Any:
-    """The raw ``CUstream`` of a stream argument that is not None."""
-    if isinstance(stream, Stream):
-        h = stream._h
-        if h is None:
-            stream._raise_closed()
-        return h
-    return stream_handle(stream)
+_cuPointerGetAttribute = _drv.cuPointerGetAttribute
+_MEMSET = {1: _drv.cuMemsetD8Async, 2: _drv.cuMemsetD16Async, 4: _drv.cuMemsetD32Async}
 
 
 def _as_stream(stream: StreamLike) -> Stream:
@@ -145,236 +72,24 @@ def _as_stream(stream: StreamLike) -> Stream:
     return Stream.from_handle(stream)
 
 
-def _cai_stream_value(h: Any) -> int:
-    # CAI v3: 1 is the legacy default stream; 0 is not allowed.
-    v = int(h)
-    return 1 if v == 0 else v
-
-
-def _parse_cai(cai: object, role: str) -> tuple[int, int, bool, int | None]:
-    """``(address, nbytes, read_only, stream or None)`` of a CAI dict (C-contiguous only)."""
-    if not isinstance(cai, dict):
-        raise TypeError(f"{role}.__cuda_array_interface__ is a {type(cai).__name__}, not a dict")
-    try:
-        data = cai["data"]
-        shape = tuple(int(d) for d in cai["shape"])
-        dtype = np.dtype(cai["typestr"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{role} has a malformed __cuda_array_interface__: {exc!r}") from None
-    if cai.get("mask") is not None:
-        raise ValueError(f"{role} is a masked array (__cuda_array_interface__ 'mask'): unsupported")
-    strides = cai.get("strides")
-    if strides is not None:
-        strides = tuple(int(st) for st in strides)
-        if len(strides) != len(shape):
-            raise ValueError(f"{role} has shape {shape} but strides {strides}")
-        expected = dtype.itemsize
-        for dim, st in zip(reversed(shape), reversed(strides), strict=True):
-            if dim != 1 and int(st) != expected:
-                raise ValueError(
-                    f"{role} is not C-contiguous (shape {shape}, strides {tuple(strides)}): "
-                    "copy it to a contiguous array first"
-                )
-            expected *= dim
-    stream = cai.get("stream")
-    return (
-        int(data[0] or 0),
-        math.prod(shape) * dtype.itemsize,
-        bool(data[1]),
-        None if stream is None else int(stream),
-    )
-
-
-def _ndarray_address(a: npt.NDArray[Any], writable: bool, role: str) -> int:
-    if a.dtype.hasobject:
-        raise TypeError(f"{role} has dtype {a.dtype}: arrays of Python objects cannot be copied")
-    if not a.flags.c_contiguous:
-        raise ValueError(
-            f"{role} is not C-contiguous (shape {a.shape}, strides {a.strides}): "
-            "pass np.ascontiguousarray(...)"
-        )
-    if writable and not a.flags.writeable:
-        raise ValueError(f"{role} is a read-only array")
-    return int(a.__array_interface__["data"][0])
-
-
-# An operand: (on the device?, address, nbytes, object to keep alive, its stream or None).
-_Operand = tuple[bool, int, int, Any, "int | None"]
-
-
-def _operand(obj: object, *, writable: bool, role: str) -> _Operand:
-    if isinstance(obj, DeviceBuffer):
-        if obj._h is None:
-            obj._raise_closed()
-        st = obj._stream
-        live = st is not None and st._h is not None
-        return True, obj._key, obj._nbytes, obj, obj._stream_int if live else None
-    if isinstance(obj, np.ndarray):
-        return False, _ndarray_address(obj, writable, role), obj.nbytes, obj, None
-    if isinstance(obj, PinnedBuffer):
-        if obj._h is None:
-            obj._raise_closed()
-        return False, obj._key, obj._nbytes, obj, None
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if cai is not None:
-        ptr, n, read_only, stream = _parse_cai(cai, role)
-        if writable and read_only:
-            raise ValueError(f"{role} is read-only (its __cuda_array_interface__ says so)")
-        return True, ptr, n, obj, stream
-    try:
-        mv = memoryview(obj)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(
-            f"{role} must be a numpy array, a bytes-like object, a DeviceBuffer, a "
-            f"PinnedBuffer or an object with __cuda_array_interface__, not {type(obj).__name__}"
-        ) from None
-    if not mv.c_contiguous:
-        raise ValueError(f"{role} is a non-contiguous buffer: copy it to a contiguous one first")
-    if writable and mv.readonly:
-        raise ValueError(f"{role} is a read-only buffer ({type(obj).__name__})")
-    if mv.nbytes == 0:
-        return False, 0, 0, mv, None
-    arr = np.frombuffer(mv, dtype=np.uint8)  # the view keeps the exporter alive
-    return False, int(arr.__array_interface__["data"][0]), mv.nbytes, arr, None
-
-
-def _fill_args(value: object, width: object) -> tuple[int, int]:
-    """``(width in bytes, unsigned value)`` for ``fill``."""
-    if width is not None:
-        w = _int_arg(width, "width")
-        if w not in (1, 2, 4):
-            raise ValueError(f"width must be 1, 2 or 4 bytes, not {w}")
-    if isinstance(value, np.generic):
-        size = value.dtype.itemsize
-        if size not in (1, 2, 4):
-            raise ValueError(
-                f"a {value.dtype} fill value has {size} bytes; fill takes 1, 2 or 4-byte values"
-            )
-        if width is not None and w != size:
-            raise ValueError(f"fill value is {value.dtype} ({size} bytes) but width={w}")
-        # The value's bit pattern, so np.float32(1.0) or np.int16(-1) fill as expected.
-        bits = np.asarray(value).reshape(1).view(f"u{size}")[0]
-        return size, int(bits)
-    if isinstance(value, bool) or not isinstance(value, int):
-        hint = (
-            " (use e.g. np.float32(x) to fill with a float's bits)"
-            if isinstance(value, float)
-            else ""
-        )
-        raise TypeError(
-            f"fill value must be an int or a numpy scalar, not {type(value).__name__}{hint}"
-        )
-    w = 1 if width is None else w
-    top = (1 << (8 * w)) - 1
-    if not 0 <= value <= top:
-        raise ValueError(f"fill value {value} does not fit in {w} byte(s): 0..{top}")
-    return w, value
-
-
-# -- context and ordering helpers ---------------------------------------------------------
-def _enter(ctx: Context) -> bool:
-    """Make ``ctx`` current unless it is; True when it was pushed (pop it afterwards)."""
-    ch = ctx._h
-    if ch is None:
-        ctx._raise_closed()
-    r = _cuCtxGetCurrent()
-    if r[0] is SUCCESS and r[1] is not None and int(r[1]) == ctx._key:
-        return False
-    r = _cuCtxPushCurrent(ch)
+def _free_async_now(stream: Stream, dptr: Any) -> Any:
+    sh = stream._h
+    if sh is not None:
+        return _cuMemFreeAsync(dptr, sh)
+    # The stream was closed first: work it still had may use the memory, so wait
+    # for the context before freeing in legacy-stream order.
+    r = _cuCtxSynchronize()
     if r[0] is not SUCCESS:
-        raise make_error(r[0], "cuCtxPushCurrent")
-    return True
+        return r
+    return _cuMemFreeAsync(dptr, _LEGACY)
 
 
-def _order_after(queue: Any, other: int) -> None:
-    """Make ``queue`` wait for work already on stream ``other`` (CAI consumer rule).
-
-    Skipped while ``queue`` is capturing: waiting there on an event recorded outside
-    the capture is not allowed; ordering is then the caller's business.
-    """
-    if other == int(queue) or (other in (0, 1) and int(queue) in (0, 1)):
-        return
-    r = _drv.cuStreamIsCapturing(queue)
-    if r[0] is not SUCCESS:
-        raise make_error(r[0], "cuStreamIsCapturing")
-    if r[1] != _CAPTURE_NONE:
-        return
-    r = _drv.cuEventCreate(_EVENT_NO_TIMING)
-    if r[0] is not SUCCESS:
-        raise make_error(r[0], "cuEventCreate")
-    ev = r[1]
-    try:
-        r = _drv.cuEventRecord(ev, _drv.CUstream(other))
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuEventRecord")
-        r = _drv.cuStreamWaitEvent(queue, ev, 0)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuStreamWaitEvent")
-    finally:
-        _drv.cuEventDestroy(ev)
+def _free_async(ctx_h: Any, stream: Stream, dptr: Any) -> Any:
+    """The release of a stream-ordered buffer: ``cuMemFreeAsync`` on its stream."""
+    return call_in_context(ctx_h, _free_async_now, stream, dptr)
 
 
-def _free_sync(ctx_h: Any) -> Any:
-    key = int(ctx_h)
-
-    def release(dptr: Any) -> Any:
-        # The allocating context must be current; push it only when it is not.
-        cur = _cuCtxGetCurrent()
-        if cur[0] is SUCCESS and cur[1] is not None and int(cur[1]) == key:
-            return _cuMemFree(dptr)
-        r = _cuCtxPushCurrent(ctx_h)
-        if r[0] is not SUCCESS:
-            return r
-        try:
-            return _cuMemFree(dptr)
-        finally:
-            _cuCtxPopCurrent()
-
-    return release
-
-
-def _free_async(ctx_h: Any, stream: Stream) -> Any:
-    key = int(ctx_h)
-
-    def release(dptr: Any) -> Any:
-        sh = stream._h
-        if sh is not None:
-            cur = _cuCtxGetCurrent()
-            if cur[0] is SUCCESS and cur[1] is not None and int(cur[1]) == key:
-                return _cuMemFreeAsync(dptr, sh)
-        r = _cuCtxPushCurrent(ctx_h)
-        if r[0] is not SUCCESS:
-            return r
-        try:
-            if sh is not None:
-                return _cuMemFreeAsync(dptr, sh)
-            # The stream was closed first: work it still had may use the memory, so
-            # wait for the context before freeing in legacy-stream order.
-            r = _drv.cuCtxSynchronize()
-            if r[0] is not SUCCESS:
-                return r
-            return _drv.cuMemFreeAsync(dptr, _LEGACY)
-        finally:
-            _cuCtxPopCurrent()
-
-    return release
-
-
-def _free_host(ctx_h: Any) -> Any:
-    def release(ptr: Any) -> Any:
-        r = _cuCtxPushCurrent(ctx_h)
-        if r[0] is not SUCCESS:
-            return r
-        try:
-            return _drv.cuMemFreeHost(ptr)
-        finally:
-            _cuCtxPopCurrent()
-
-    return release
-
-
-# -- DeviceBuffer ---------------------------------------------------------------------------
-class DeviceBuffer(Handle):
+class DeviceBuffer(DeviceMemory):
     """Device memory (``cuMemAlloc``; ``cuMemFree`` on close).
 
     Parameters
@@ -441,8 +156,8 @@ class DeviceBuffer(Handle):
         stream: StreamLike = None,
         context: Context | None = None,
     ) -> None:
-        n = _nbytes_arg(nbytes)
-        ctx = _context_arg(context)
+        n = nbytes_arg(nbytes)
+        ctx = context_arg(context)
         st = None if stream is None else _as_stream(stream)
         if st is not None and ctx is not None:
             sctx = st._context
@@ -455,26 +170,26 @@ class DeviceBuffer(Handle):
             if ctx is None:
                 assert st is not None
                 ctx = st.context
-            pushed = _enter(ctx)
+            pushed = enter_context(ctx._closed_check(), ctx._key)
         try:
-            if st is None:
-                r = _cuMemAlloc(n)
-                name = "cuMemAlloc"
-            else:
-                r = _cuMemAllocAsync(n, st._h)
-                name = "cuMemAllocAsync"
+            r = _cuMemAlloc(n) if st is None else _cuMemAllocAsync(n, st._h)
         finally:
-            if pushed:
-                _cuCtxPopCurrent()
+            leave_context(pushed)
         if r[0] is not SUCCESS:
-            raise make_error(r[0], name)
+            raise error_for(r[0], _cuMemAlloc if st is None else _cuMemAllocAsync)
         self._set_fields(n, ctx, st, None, None, None, 0)
+        ctx_h = ctx.handle
         if st is None:
-            self._init_handle(r[1], release=_free_sync(ctx.handle), func="cuMemFree", keep=(ctx,))
+            self._init_handle(
+                r[1],
+                release=functools.partial(call_in_context, ctx_h, _cuMemFree),
+                func="cuMemFree",
+                keep=(ctx,),
+            )
         else:
             self._init_handle(
                 r[1],
-                release=_free_async(ctx.handle, st),
+                release=functools.partial(_free_async, ctx_h, st),
                 func="cuMemFreeAsync",
                 keep=(st, ctx),
             )
@@ -492,13 +207,17 @@ class DeviceBuffer(Handle):
         self._nbytes = n
         self._context = ctx
         self._stream = st
-        self._stream_int = None if st is None else _cai_stream_value(st._h)
+        self._stream_int = None if st is None else cai_stream_value(st._h)
         self._sync_h = _LEGACY if st is None else st._h
         self._dtype = dtype
         self._shape = shape
         self._base = base
         self._offset = offset
         self._views = None
+
+    def _producer_stream(self) -> int | None:
+        st = self._stream
+        return self._stream_int if st is not None and st._h is not None else None
 
     # -- constructors -------------------------------------------------------------------
     @classmethod
@@ -528,7 +247,7 @@ class DeviceBuffer(Handle):
                 "from_array takes a host array; for device memory use DeviceBuffer(n).copy_from(x)"
             )
         a = array if isinstance(array, np.ndarray) else np.asarray(array)
-        _ndarray_address(a, False, "array")
+        ndarray_address(a, False, "array")
         if a.nbytes == 0:
             raise ValueError(f"array of shape {a.shape} is empty: a buffer needs >= 1 byte")
         buf = cls(a.nbytes, stream=stream, context=context)
@@ -555,9 +274,9 @@ class DeviceBuffer(Handle):
         Like the constructor (``cuMemAlloc`` / ``cuMemAllocAsync``); the buffer
         remembers dtype and shape.
         """
-        shp = _shape_arg(shape)
-        dt = _dtype_arg(dtype)
-        buf = cls(_nbytes_of(shp, dt), stream=stream, context=context)
+        shp = shape_arg(shape)
+        dt = dtype_arg(dtype)
+        buf = cls(nbytes_of(shp, dt), stream=stream, context=context)
         buf._dtype = dt
         buf._shape = shp
         return buf
@@ -586,29 +305,17 @@ class DeviceBuffer(Handle):
             (``cuPointerGetAttribute``), else the current context. Makes no driver
             call here.
         """
-        h = ptr if isinstance(ptr, _drv.CUdeviceptr) else _drv.CUdeviceptr(_int_arg(ptr, "ptr"))
+        h = ptr if isinstance(ptr, _drv.CUdeviceptr) else _drv.CUdeviceptr(int_arg(ptr, "ptr"))
         if int(h) == 0:
             raise ValueError("cannot wrap a NULL device pointer")
-        n = _nbytes_arg(nbytes)
-        ctx = _context_arg(context)
+        n = nbytes_arg(nbytes)
+        ctx = context_arg(context)
         self = object.__new__(cls)
         self._set_fields(n, ctx, None, None, None, None, 0)
         self._init_handle(h, release=None, func="cuMemFree", owned=False, owner=owner)
         return self
 
     # -- properties -----------------------------------------------------------------
-    @property
-    def ptr(self) -> int:
-        """The device address as an int."""
-        if self._h is None:
-            self._raise_closed()
-        return self._key
-
-    @property
-    def nbytes(self) -> int:
-        """The size in bytes."""
-        return self._nbytes
-
     @property
     def dtype(self) -> np.dtype[Any]:
         """The remembered dtype; ``uint8`` for a buffer of bytes."""
@@ -644,7 +351,7 @@ class DeviceBuffer(Handle):
 
     def _resolve_context(self) -> Context:
         init()
-        r = _drv.cuPointerGetAttribute(_PTR_ATTR_CONTEXT, self.handle)
+        r = _cuPointerGetAttribute(_PTR_ATTR_CONTEXT, self.handle)
         if r[0] is SUCCESS and r[1] is not None and int(r[1]) != 0:
             ctx = Context.from_handle(r[1])
         else:  # e.g. memory from a pool reports no context
@@ -669,10 +376,10 @@ class DeviceBuffer(Handle):
         """
         if self._h is None:
             self._raise_closed()
-        off = _int_arg(offset, "offset")
+        off = int_arg(offset, "offset")
         if not 0 <= off < self._nbytes:
             raise ValueError(f"offset {off} is outside a buffer of {self._nbytes} bytes")
-        n = self._nbytes - off if nbytes is None else _nbytes_arg(nbytes)
+        n = self._nbytes - off if nbytes is None else nbytes_arg(nbytes)
         if off + n > self._nbytes:
             raise ValueError(
                 f"a view of {n} bytes at offset {off} exceeds the buffer's {self._nbytes} bytes"
@@ -706,21 +413,7 @@ class DeviceBuffer(Handle):
         """
         if self._h is None:
             self._raise_closed()
-        dt = _dtype_arg(dtype)
-        if shape is None:
-            if self._nbytes % dt.itemsize:
-                raise ValueError(
-                    f"{self._nbytes} bytes is not a whole number of {dt} items "
-                    f"({dt.itemsize} bytes each)"
-                )
-            shp: tuple[int, ...] = (self._nbytes // dt.itemsize,)
-        else:
-            shp = _shape_arg(shape)
-            if math.prod(shp) * dt.itemsize != self._nbytes:
-                raise ValueError(
-                    f"shape {shp} of {dt} needs {math.prod(shp) * dt.itemsize} bytes, "
-                    f"the buffer has {self._nbytes}"
-                )
+        dt, shp = typed_shape(self._nbytes, dtype, shape)
         return self._make_view(0, self._nbytes, dt, shp)
 
     def _make_view(
@@ -771,7 +464,7 @@ class DeviceBuffer(Handle):
             if st is not None and st._h is None:
                 raise ClosedError("the stream of this stream-ordered DeviceBuffer is closed")
             return None, self._sync_h
-        sh = _stream_arg(stream)
+        sh = stream_handle(stream)
         return sh, sh
 
     def copy_from(self, src: Any, *, stream: StreamLike = None) -> None:
@@ -803,57 +496,42 @@ class DeviceBuffer(Handle):
         dst = self._h
         if dst is None:
             self._raise_closed()
-        on_dev, addr, n, keep, other = _operand(src, writable=False, role="src")
+        on_dev, addr, n, keep, other = operand(src, writable=False, role="src")
         if n != self._nbytes:
             raise ValueError(
                 f"size mismatch: src has {n} bytes, this DeviceBuffer has {self._nbytes}"
             )
-        if on_dev:
-            self._transfer(
-                _cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", dst, addr, n, stream, other, keep
-            )
-        else:
-            self._transfer(
-                _cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync", dst, addr, n, stream, other, keep
-            )
+        copy = _cuMemcpyDtoDAsync if on_dev else _cuMemcpyHtoDAsync
+        self._enqueue(stream, other, keep, copy, dst, addr, n)
 
-    def _transfer(
-        self,
-        copy: Any,
-        name: str,
-        dst: Any,
-        src: Any,
-        n: int,
-        stream: StreamLike,
-        other: int | None,
-        keep: Any,
+    def _enqueue(
+        self, stream: StreamLike, other: int | None, keep: Any, fn: Any, *args: Any
     ) -> None:
-        """Run one ``cuMemcpy*Async`` in this buffer's context, ordered and kept alive.
+        """Call ``fn(*args, queue)`` in this buffer's context, ordered and kept alive.
 
-        Without ``stream`` the copy runs on the buffer's own queue and has completed on
-        return (``cuStreamSynchronize``); with one it is only enqueued, and the operands
-        are kept alive with a capture in progress.
+        Without ``stream`` the work runs on the buffer's own queue and has completed
+        on return (``cuStreamSynchronize``); with one it is only enqueued, and the
+        operands are kept alive with a capture in progress.
         """
         sh, q = self._queue(stream)
         ctx = self._context
         if ctx is None:
             ctx = self._resolve_context()
-        pushed = _enter(ctx)
+        pushed = enter_context(ctx._closed_check(), ctx._key)
         try:
             if other is not None:
-                _order_after(q, other)
-            r = copy(dst, src, n, q)
+                order_after(q, other)
+            r = fn(*args, q)
             if r[0] is not SUCCESS:
-                raise make_error(r[0], name)
+                raise error_for(r[0], fn)
             if sh is None:
                 r = _cuStreamSynchronize(q)
                 if r[0] is not SUCCESS:
-                    raise make_error(r[0], "cuStreamSynchronize")
+                    raise error_for(r[0], _cuStreamSynchronize)
             else:
-                _capture.keep(q, keep, self)
+                capture.keep(q, keep, self)
         finally:
-            if pushed:
-                _cuCtxPopCurrent()
+            leave_context(pushed)
 
     @overload
     def copy_to(self, out: None = None, *, stream: StreamLike = None) -> npt.NDArray[Any]: ...
@@ -902,19 +580,13 @@ class DeviceBuffer(Handle):
             )
         else:
             result = out
-            on_dev, addr, n, keep, other = _operand(out, writable=True, role="out")
+            on_dev, addr, n, keep, other = operand(out, writable=True, role="out")
             if n != self._nbytes:
                 raise ValueError(
                     f"size mismatch: out has {n} bytes, this DeviceBuffer has {self._nbytes}"
                 )
-        if on_dev:
-            self._transfer(
-                _cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", addr, src, n, stream, other, keep
-            )
-        else:
-            self._transfer(
-                _cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync", addr, src, n, stream, other, keep
-            )
+        copy = _cuMemcpyDtoDAsync if on_dev else _cuMemcpyDtoHAsync
+        self._enqueue(stream, other, keep, copy, addr, src, n)
         return result
 
     def fill(
@@ -946,30 +618,12 @@ class DeviceBuffer(Handle):
         dst = self._h
         if dst is None:
             self._raise_closed()
-        w, v = _fill_args(value, width)
+        w, v = fill_args(value, width)
         if self._nbytes % w:
             raise ValueError(f"{self._nbytes} bytes is not a multiple of the fill width {w}")
         if self._key % w:
             raise ValueError(f"address {self._key:#x} is not aligned to the fill width {w}")
-        fn, name = _MEMSET[w]
-        sh, q = self._queue(stream)
-        ctx = self._context
-        if ctx is None:
-            ctx = self._resolve_context()
-        pushed = _enter(ctx)
-        try:
-            r = fn(dst, v, self._nbytes // w, q)
-            if r[0] is not SUCCESS:
-                raise make_error(r[0], name)
-            if sh is None:
-                r = _cuStreamSynchronize(q)
-                if r[0] is not SUCCESS:
-                    raise make_error(r[0], "cuStreamSynchronize")
-            else:
-                _capture.keep(q, self)
-        finally:
-            if pushed:
-                _cuCtxPopCurrent()
+        self._enqueue(stream, None, None, _MEMSET[w], dst, v, self._nbytes // w)
 
     # -- interoperability --------------------------------------------------------------------
     @property
@@ -1003,243 +657,4 @@ class DeviceBuffer(Handle):
             parts.append(f"view+{self._offset}")
         if self._stream is not None:
             parts.append("stream-ordered")
-        return " ".join(parts)
-
-
-# -- PinnedBuffer ------------------------------------------------------------------------------
-class _PinnedExport:
-    """The numpy ``base`` of arrays and device views made from a PinnedBuffer.
-
-    While one exists, the pinned memory is not freed, even after ``close()``.
-    """
-
-    __slots__ = ("__weakref__", "buffer", "nbytes", "ptr")
-
-    def __init__(self, buffer: PinnedBuffer) -> None:
-        self.buffer = buffer
-        self.ptr = buffer._key
-        self.nbytes = buffer._nbytes
-
-    @property
-    def __array_interface__(self) -> dict[str, Any]:
-        return {
-            "version": 3,
-            "shape": (self.nbytes,),
-            "typestr": "|u1",
-            "data": (self.ptr, False),
-            "strides": None,
-        }
-
-
-class PinnedBuffer(Handle):
-    """Page-locked host memory (``cuMemHostAlloc``; ``cuMemFreeHost`` on close).
-
-    Copies between pinned memory and the device run at full speed and, on a stream,
-    truly asynchronously. Use it as ``src``/``out`` of :class:`DeviceBuffer`
-    copies, or through numpy with :meth:`array`.
-
-    Parameters
-    ----------
-    nbytes
-        Size in bytes; must be positive.
-    mapped
-        Map the memory into the device address space (``CU_MEMHOSTALLOC_DEVICEMAP``),
-        so kernels and device copies can read it at :attr:`device_ptr`.
-    portable
-        Pinned for every context, not only the allocating one
-        (``CU_MEMHOSTALLOC_PORTABLE``).
-    write_combined
-        Write-combined memory (``CU_MEMHOSTALLOC_WRITECOMBINED``): faster to
-        transfer to the device, very slow to read from the host.
-    context
-        The context to allocate in; default: the current context (else device 0's
-        primary context). The buffer keeps it alive.
-
-    Notes
-    -----
-    numpy arrays from :meth:`array` (and views from :meth:`device_buffer`) keep the
-    memory alive: :meth:`close` makes the buffer itself unusable at once, and the
-    memory is freed when the last such array or view is gone.
-    """
-
-    __slots__ = ("_context", "_device_ptr", "_export", "_flags", "_nbytes")
-
-    _kind = "PinnedBuffer"
-
-    _context: Context
-    _device_ptr: int | None
-    _export: weakref.ref[_PinnedExport] | None
-    _flags: int
-    _nbytes: int
-
-    def __init__(
-        self,
-        nbytes: int,
-        *,
-        mapped: bool = True,
-        portable: bool = True,
-        write_combined: bool = False,
-        context: Context | None = None,
-    ) -> None:
-        n = _nbytes_arg(nbytes)
-        ctx = _context_arg(context)
-        flags = 0
-        if mapped:
-            flags |= _HOSTALLOC_DEVICEMAP
-        if portable:
-            flags |= _HOSTALLOC_PORTABLE
-        if write_combined:
-            flags |= _HOSTALLOC_WRITECOMBINED
-        if ctx is None:
-            ctx = current_or_default()
-        with ctx._scope():
-            r = _drv.cuMemHostAlloc(n, flags)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuMemHostAlloc")
-        self._context = ctx
-        self._nbytes = n
-        self._flags = flags
-        self._device_ptr = None
-        self._export = None
-        self._init_handle(
-            int(r[1]), release=_free_host(ctx.handle), func="cuMemFreeHost", keep=(ctx,)
-        )
-
-    @property
-    def ptr(self) -> int:
-        """The host address as an int."""
-        if self._h is None:
-            self._raise_closed()
-        return self._key
-
-    @property
-    def nbytes(self) -> int:
-        """The size in bytes."""
-        return self._nbytes
-
-    @property
-    def mapped(self) -> bool:
-        """Whether the memory is mapped into the device address space."""
-        return bool(self._flags & _HOSTALLOC_DEVICEMAP)
-
-    @property
-    def portable(self) -> bool:
-        """Whether the memory is pinned for every context."""
-        return bool(self._flags & _HOSTALLOC_PORTABLE)
-
-    @property
-    def context(self) -> Context:
-        """The context the memory was allocated in."""
-        return self._context
-
-    @property
-    def device_ptr(self) -> int:
-        """The device address of mapped memory (``cuMemHostGetDevicePointer``, cached).
-
-        Raises
-        ------
-        ValueError
-            The buffer was allocated with ``mapped=False``.
-        """
-        if self._h is None:
-            self._raise_closed()
-        if not self._flags & _HOSTALLOC_DEVICEMAP:
-            raise ValueError(
-                "this PinnedBuffer is not mapped (mapped=False): it has no device pointer"
-            )
-        dp = self._device_ptr
-        if dp is None:
-            with self._context._scope():
-                r = _drv.cuMemHostGetDevicePointer(self._key, 0)
-            if r[0] is not SUCCESS:
-                raise make_error(r[0], "cuMemHostGetDevicePointer")
-            dp = self._device_ptr = int(r[1])
-        return dp
-
-    def _holder(self) -> _PinnedExport:
-        ref = self._export
-        holder = ref() if ref is not None else None
-        if holder is None:
-            holder = _PinnedExport(self)
-            self._export = weakref.ref(holder)
-        return holder
-
-    def array(
-        self, dtype: npt.DTypeLike = np.uint8, shape: int | tuple[int, ...] | None = None
-    ) -> npt.NDArray[Any]:
-        """A numpy array onto the pinned memory (no copy, no driver call).
-
-        The array keeps the memory alive, also after the buffer is dropped or closed.
-        ``shape`` defaults to ``(nbytes // itemsize,)``; otherwise its size times the
-        item size must equal :attr:`nbytes`.
-        """
-        if self._h is None:
-            self._raise_closed()
-        dt = _dtype_arg(dtype)
-        n = self._nbytes
-        if shape is None:
-            if n % dt.itemsize:
-                raise ValueError(
-                    f"{n} bytes is not a whole number of {dt} items ({dt.itemsize} bytes each)"
-                )
-            shp: tuple[int, ...] = (n // dt.itemsize,)
-        else:
-            shp = _shape_arg(shape)
-            if math.prod(shp) * dt.itemsize != n:
-                raise ValueError(
-                    f"shape {shp} of {dt} needs {math.prod(shp) * dt.itemsize} bytes, "
-                    f"the buffer has {n}"
-                )
-        raw: npt.NDArray[Any] = np.asarray(self._holder())
-        if dt != _U8:
-            raw = raw.view(dt)
-        return raw.reshape(shp)
-
-    def device_buffer(self) -> DeviceBuffer:
-        """A :class:`DeviceBuffer` over the mapped memory (at :attr:`device_ptr`).
-
-        Like :meth:`array`, it keeps the memory alive; it never frees. Device copies
-        from or to it read or write the host memory through the bus.
-        """
-        dp = self.device_ptr
-        return DeviceBuffer.from_handle(dp, self._nbytes, self._holder(), context=self._context)
-
-    def close(self) -> None:
-        """Make the buffer unusable and free the memory (``cuMemFreeHost``); idempotent.
-
-        While arrays from :meth:`array` or views from :meth:`device_buffer` are alive,
-        the memory is freed only when the last of them is gone.
-        """
-        if self._h is None:
-            return
-        ref = self._export
-        holder = ref() if ref is not None else None
-        if holder is None:
-            super().close()
-            return
-        self._h = None
-        fin = weakref.finalize(holder, self._finalizer)
-        fin.atexit = False  # no driver calls at interpreter exit
-
-    def __array__(
-        self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
-    ) -> npt.NDArray[Any]:
-        a = self.array()
-        if dtype is not None and np.dtype(dtype) != a.dtype:
-            if copy is False:
-                raise ValueError("converting a PinnedBuffer to another dtype needs a copy")
-            return a.astype(dtype)
-        return a.copy() if copy else a
-
-    def __buffer__(self, flags: int) -> memoryview:
-        """The buffer protocol (Python 3.12+): a writable view of the bytes."""
-        arr: Any = self.array()
-        return memoryview(arr)
-
-    def _repr_extra(self) -> str:
-        parts = [f"nbytes={self._nbytes}"]
-        if self.mapped:
-            parts.append("mapped")
-        if self.portable:
-            parts.append("portable")
         return " ".join(parts)

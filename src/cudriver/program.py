@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+from .device import current_or_default
 from .errors import CompileError
 
 __all__ = ["compile", "nvrtc_version", "NvrtcNotFoundError", "arch_option"]
@@ -271,8 +272,6 @@ def compile(
 
     nvrtc = _nvrtc()
     if arch_opt is None and not user_arch:
-        from .context import current_or_default
-
         arch_opt = arch_option(current_or_default().device.compute_capability, tgt)
     if arch_opt is not None:
         opts.append(arch_opt.encode())

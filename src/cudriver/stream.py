@@ -1,82 +1,30 @@
-"""CUDA streams: ordering, queries, foreign streams and graph capture."""
+"""CUDA streams: ordering, queries, host functions, memory operations and capture.
+
+:class:`Stream` holds every public stream method. Where the logic is long, a method
+delegates to the module that owns it: host functions to ``_hostfn``, memory
+operations to ``memops``, capture bookkeeping to ``capture``.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from enum import IntEnum, IntFlag
-from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
+from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _callbacks, _capture, errors
+from . import _hostfn, capture, memops
 from ._bindings import SUCCESS
-from ._callbacks import PENDING as _CALLBACK_PENDING
-from ._callbacks import HostFuncMixin
-from ._handle import Handle
-from ._memops import MemOpsMixin
-from .errors import StreamCaptureError, make_error
+from ._coerce import StreamBase, StreamLike, device_address, int_arg, stream_handle
+from ._enums import AccessProperty, CaptureMode, CaptureStatus, MemAttach, SyncPolicy, WaitCondition
+from .device import Context, Device, context_arg, current_or_default
+from .errors import StreamCaptureError, checked, error_for
+from .event import Event
+from .graph import Graph
+from .memops import MemOp
 
-if TYPE_CHECKING:
-    from .context import Context
-    from .device import Device
-    from .event import Event
-    from .graph import CaptureMode, CaptureStatus, Graph
-
-__all__ = [
-    "Stream",
-    "StreamLike",
-    "SupportsCudaStream",
-    "SyncPolicy",
-    "AccessProperty",
-    "AccessPolicyWindow",
-    "MemAttach",
-    "stream_handle",
-]
-
-
-@runtime_checkable
-class SupportsCudaStream(Protocol):
-    """An object exposing a CUDA stream through the ``__cuda_stream__`` protocol."""
-
-    def __cuda_stream__(self) -> tuple[int, int]:
-        """Return ``(version, stream handle as int)``."""
-        ...
-
-
-#: What stream arguments accept: a Stream, a ``__cuda_stream__`` object, a
-#: ``CUstream``, an int handle, or None (the legacy default stream).
-StreamLike = Union["Stream", SupportsCudaStream, Any, int, None]
-
-
-class SyncPolicy(IntEnum):
-    """How a thread waits on a stream (``CUsynchronizationPolicy``)."""
-
-    AUTO = 1
-    SPIN = 2
-    YIELD = 3
-    BLOCKING_SYNC = 4
-
-
-class AccessProperty(IntEnum):
-    """L2 access property for an access policy window (``CUaccessProperty``)."""
-
-    NORMAL = 0
-    STREAMING = 1
-    PERSISTING = 2
-
-
-class MemAttach(IntFlag):
-    """Flags for :meth:`Stream.attach_mem_async` (``CUmemAttach_flags``)."""
-
-    GLOBAL = 1
-    HOST = 2
-    SINGLE = 4
-
-
-for _e in (SyncPolicy, AccessProperty, MemAttach):
-    _e.__module__ = "cudriver"
+__all__ = ["Stream", "AccessPolicyWindow"]
 
 
 @dataclass(frozen=True)
@@ -96,10 +44,24 @@ class AccessPolicyWindow:
 AccessPolicyWindow.__module__ = "cudriver"
 
 _NOT_READY = _drv.CUresult.CUDA_ERROR_NOT_READY
+_R = _drv.CUresult
+# The hot paths call the bindings directly and test the status by identity.
 _cuStreamQuery = _drv.cuStreamQuery
 _cuStreamSynchronize = _drv.cuStreamSynchronize
 _cuStreamWaitEvent = _drv.cuStreamWaitEvent
-_NULL_STREAM = _drv.CUstream(0)
+_cuEventRecord = _drv.cuEventRecord
+# Cold paths go through the checking wrapper.
+_cuStreamCreate = checked(_drv.cuStreamCreate)
+_cuStreamCreateWithPriority = checked(_drv.cuStreamCreateWithPriority)
+_cuStreamGetCtx = checked(_drv.cuStreamGetCtx)
+_cuStreamGetPriority = checked(_drv.cuStreamGetPriority)
+_cuStreamGetFlags = checked(_drv.cuStreamGetFlags)
+_cuStreamGetId = checked(_drv.cuStreamGetId)
+_cuStreamCopyAttributes = checked(_drv.cuStreamCopyAttributes)
+_cuStreamGetAttribute = checked(_drv.cuStreamGetAttribute)
+_cuStreamSetAttribute = checked(_drv.cuStreamSetAttribute)
+_cuStreamAttachMemAsync = checked(_drv.cuStreamAttachMemAsync)
+
 _LEGACY = 0x1
 _PER_THREAD = 0x2
 _ATTR_ACCESS_POLICY = 1
@@ -107,49 +69,7 @@ _ATTR_SYNC_POLICY = 3
 _NON_BLOCKING = int(_drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
 
 
-def _foreign_int(obj: Any) -> int | None:
-    proto = getattr(obj, "__cuda_stream__", None)
-    if proto is not None:
-        v = proto() if callable(proto) else proto
-        if not (isinstance(v, tuple) and len(v) == 2):
-            raise TypeError(
-                f"{type(obj).__name__}.__cuda_stream__ returned {v!r}, expected (version, handle)"
-            )
-        return int(v[1])
-    cs = getattr(obj, "cuda_stream", None)  # torch.cuda.Stream
-    if isinstance(cs, int):
-        return cs
-    return None
-
-
-def stream_handle(stream: StreamLike) -> Any:
-    """The raw ``CUstream`` for any stream-like argument.
-
-    Accepts a :class:`Stream`, an object with ``__cuda_stream__`` (PyTorch, CuPy,
-    cuda.core streams) or ``cuda_stream``, a ``CUstream``, an int, or None (the
-    legacy default stream).
-    """
-    if stream is None:
-        return _NULL_STREAM
-    h = getattr(stream, "_h", None)
-    if h is not None and isinstance(stream, Stream):
-        return h
-    if isinstance(stream, Stream):
-        stream._raise_closed()
-    if isinstance(stream, _drv.CUstream):
-        return stream
-    if isinstance(stream, int) and not isinstance(stream, bool):
-        return _drv.CUstream(stream)
-    v = _foreign_int(stream)
-    if v is not None:
-        return _drv.CUstream(v)
-    raise TypeError(
-        f"expected a stream (cudriver.Stream, an object with __cuda_stream__, a CUstream "
-        f"or an int), not {type(stream).__name__}"
-    )
-
-
-class Stream(HostFuncMixin, MemOpsMixin, Handle):
+class Stream(StreamBase):
     """A CUDA stream (``cuStreamCreateWithPriority``; ``cuStreamDestroy`` on close).
 
     Parameters
@@ -169,12 +89,12 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
     :meth:`legacy` and :meth:`per_thread` are borrowed and never destroyed by us.
     """
 
-    __slots__ = ("_capture_id", "_context", "_special")
+    __slots__ = ("_capture", "_context", "_special")
 
     _kind = "Stream"
 
     _context: Context | None
-    _capture_id: int | None
+    _capture: capture.CaptureSession | None
     _special: str | None
 
     def __init__(
@@ -184,32 +104,28 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
         priority: int | None = None,
         context: Context | None = None,
     ) -> None:
-        from .context import current_or_default
-
-        ctx = context if context is not None else current_or_default()
+        ctx = context_arg(context) or current_or_default()
         flags = _NON_BLOCKING if non_blocking else 0
+        if priority is not None:
+            priority = int_arg(priority, "priority")
+            least, greatest = ctx.stream_priority_range
+            if not greatest <= priority <= least:
+                raise ValueError(
+                    f"stream priority {priority} is outside this context's range "
+                    f"[{greatest} (highest), {least} (lowest)]"
+                )
         with ctx._scope():
             if priority is None:
-                r = _drv.cuStreamCreate(flags)
+                h = _cuStreamCreate(flags)
             else:
-                if isinstance(priority, bool) or not isinstance(priority, int):
-                    raise TypeError(f"priority must be an int, not {type(priority).__name__}")
-                least, greatest = ctx.stream_priority_range
-                if not greatest <= priority <= least:
-                    raise ValueError(
-                        f"stream priority {priority} is outside this context's range "
-                        f"[{greatest} (highest), {least} (lowest)]"
-                    )
-                r = _drv.cuStreamCreateWithPriority(flags, priority)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuStreamCreate")
-        self._setup(r[1], ctx, owned=True, owner=None, special=None)
+                h = _cuStreamCreateWithPriority(flags, priority)
+        self._setup(h, ctx, owned=True, owner=None, special=None)
 
     def _setup(
         self, h: Any, ctx: Context | None, *, owned: bool, owner: Any, special: str | None
     ) -> None:
         self._context = ctx
-        self._capture_id = None
+        self._capture = None
         self._special = special
         self._init_handle(
             h,
@@ -218,7 +134,7 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
             owned=owned,
             owner=owner,
             keep=(ctx,) if ctx is not None else (),
-            on_release=_callbacks.watch_stream(int(h)) if owned else None,
+            on_release=_hostfn.watch_stream(int(h)) if owned else None,
         )
 
     @classmethod
@@ -262,7 +178,7 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
         """The calling thread's per-thread default stream (``CU_STREAM_PER_THREAD``)."""
         return cls._borrow(_drv.CUstream(_PER_THREAD), None, "per-thread")
 
-    # -- basic operations -----------------------------------------------------------
+    # -- ordering and completion ----------------------------------------------------------
     def synchronize(self) -> None:
         """Block until all work on the stream has completed (``cuStreamSynchronize``).
 
@@ -274,60 +190,58 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
             self._raise_closed()
         r = _cuStreamSynchronize(h)
         if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuStreamSynchronize")
-        if _CALLBACK_PENDING:
+            raise error_for(r[0], _cuStreamSynchronize)
+        if _hostfn.PENDING:
             # re-raise errors of host functions that ran on this stream
-            _callbacks.after_sync(self._key)
+            _hostfn.after_sync(self._key)
 
     def query(self) -> bool:
         """Whether all work on the stream has completed (``cuStreamQuery``); never blocks."""
         h = self._h
         if h is None:
             self._raise_closed()
-        r = _cuStreamQuery(h)
-        s = r[0]
+        s = _cuStreamQuery(h)[0]
         if s is SUCCESS:
             return True
         if s is _NOT_READY:
             return False
-        raise make_error(s, "cuStreamQuery")
+        raise error_for(s, _cuStreamQuery)
 
     def wait(self, other: Event | StreamLike) -> None:
         """Make later work on this stream wait for ``other`` (``cuStreamWaitEvent``).
 
         ``other`` is an :class:`~cudriver.Event` (waits for its last record) or a
         stream-like object (waits for the work enqueued on it so far, through a
-        temporary event recorded there). Does not block the host.
+        temporary event recorded there with ``cuEventRecord``). Does not block the
+        host; the temporary event is the only allocation.
         """
-        from .event import Event
-
         h = self._h
         if h is None:
             self._raise_closed()
         if isinstance(other, Event):
             r = _cuStreamWaitEvent(h, other.handle, 0)
             if r[0] is not SUCCESS:
-                raise make_error(r[0], "cuStreamWaitEvent")
+                raise error_for(r[0], _cuStreamWaitEvent)
             return
         oh = stream_handle(other)
         ev = Event(timing=False, context=self._ctx_or_none())
-        r = _drv.cuEventRecord(ev.handle, oh)
-        if r[0] is not SUCCESS:
-            ev.close()
-            raise make_error(r[0], "cuEventRecord")
-        r = _cuStreamWaitEvent(h, ev.handle, 0)
-        ev.close()  # the driver keeps the recorded state until the wait resolves
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuStreamWaitEvent")
+        try:
+            r = _cuEventRecord(ev.handle, oh)
+            if r[0] is not SUCCESS:
+                raise error_for(r[0], _cuEventRecord)
+            r = _cuStreamWaitEvent(h, ev.handle, 0)
+            if r[0] is not SUCCESS:
+                raise error_for(r[0], _cuStreamWaitEvent)
+        finally:
+            ev.close()  # the driver keeps the recorded state until the wait resolves
 
     def record(self, event: Event | None = None) -> Event:
         """Record ``event`` (a new timing-less one when None) on this stream.
 
-        Calls ``cuEventRecord``; returns the event. For :meth:`Event.elapsed_ms`,
-        pass events created with ``Event(timing=True)``.
+        Calls ``cuEventRecord`` (and ``cuEventCreate`` when ``event`` is None); returns
+        the event. For :meth:`Event.elapsed_ms`, pass events created with
+        ``Event(timing=True)``.
         """
-        from .event import Event
-
         h = self._h
         if h is None:
             self._raise_closed()
@@ -335,9 +249,9 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
             event = Event(timing=False, context=self._ctx_or_none())
         elif not isinstance(event, Event):
             raise TypeError(f"record() takes a cudriver.Event, not {type(event).__name__}")
-        r = _drv.cuEventRecord(event.handle, h)
+        r = _cuEventRecord(event.handle, h)
         if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuEventRecord")
+            raise error_for(r[0], _cuEventRecord)
         return event
 
     def __cuda_stream__(self) -> tuple[int, int]:
@@ -346,7 +260,213 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
             self._raise_closed()
         return (0, self._key)
 
-    # -- properties --------------------------------------------------------------------
+    # -- host functions -------------------------------------------------------------------
+    def launch_host_func(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
+        """Run ``fn(*args, **kwargs)`` on a driver thread when the stream reaches this point.
+
+        Calls ``cuLaunchHostFunc`` (of ``libcuda``, through ctypes). The function runs
+        after all work enqueued on the stream before it; work enqueued after it waits
+        until it returns. Does not block and does not allocate device memory.
+
+        Inside a capture (``with stream.capture() as g:``) a host node is recorded
+        instead; it runs on every replay of every executable graph made from ``g``.
+        ``fn`` and its arguments are kept alive until the function has run (eager), or
+        as long as the graph and every executable graph made from it (captured),
+        also when the caller keeps no reference to them.
+
+        Parameters
+        ----------
+        fn
+            Any callable. It must not call CUDA (no driver call of any kind: the
+            driver forbids it in host functions, and a synchronising call would
+            deadlock the stream).
+        *args, **kwargs
+            Passed to ``fn``.
+
+        Notes
+        -----
+        * The driver thread acquires the GIL to run ``fn``: a host function cannot run
+          while another thread holds the GIL, and work behind it on the stream waits.
+          With cuda-bindings 12.x, whose calls do not always release the GIL, waiting
+          on such a stream from Python can therefore deadlock; 13.x releases it.
+        * Cost: about 18.8 µs per host function enqueued and run through ctypes, and
+          about 23 µs through this method (both measured on an H200, thousands in a
+          row): mostly the driver thread's hand-off and taking the GIL. To signal
+          completion at high rates, write to mapped memory with
+          :meth:`write_value32` instead.
+        * An exception raised by ``fn`` does not stop the stream: later host functions
+          still run. It is re-raised as :class:`~cudriver.HostCallbackError` (the
+          original as ``__cause__``, with its traceback; all of them in ``.errors``)
+          by the next ``synchronize()`` of this stream (for a graph: of the stream the
+          executable graph was launched on) or ``Context.synchronize()``. One never
+          collected goes to :data:`sys.unraisablehook` when the stream is closed.
+
+        Raises
+        ------
+        TypeError
+            ``fn`` is not callable.
+        ClosedError
+            The stream is closed.
+        """
+        h = self._h
+        if h is None:
+            self._raise_closed()
+        if not callable(fn):
+            raise TypeError(f"launch_host_func needs a callable, not {type(fn).__name__}")
+        ctx = self._context
+        ctx_key = ctx._key if ctx is not None else self.context._key
+        _hostfn.launch(h, self._key, ctx_key, fn, args, kwargs)
+
+    # -- memory operations ----------------------------------------------------------------
+    def write_value32(self, addr: Any, value: int, *, no_memory_barrier: bool = False) -> None:
+        """Write a 32-bit ``value`` to ``addr`` when the stream reaches this point.
+
+        Calls ``cuStreamWriteValue32``; does not block or allocate. Captured as a
+        memory-operation node inside a capture.
+
+        Parameters
+        ----------
+        addr
+            A device buffer, a device-mapped pinned buffer, ``(buffer, byte_offset)``,
+            a ``CUdeviceptr`` or an int; 4-byte aligned.
+        value
+            ``0 <= value < 2**32``.
+        no_memory_barrier
+            Skip the memory barrier before the write
+            (``CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER``): earlier writes by the stream
+            may become visible after this one. The CUDA 12+ driver API documents this
+            flag as unsupported; a driver that refuses it raises
+            :class:`~cudriver.NotSupportedError`.
+
+        Raises
+        ------
+        ValueError
+            The value does not fit, the address is misaligned or beyond the buffer.
+        NotSupportedError
+            The driver refused ``no_memory_barrier=True``.
+        """
+        h = self._h
+        if h is None:
+            self._raise_closed()
+        memops.write_value(self, h, addr, value, 4, no_memory_barrier)
+
+    def write_value64(self, addr: Any, value: int, *, no_memory_barrier: bool = False) -> None:
+        """Write a 64-bit ``value`` to ``addr`` when the stream reaches this point.
+
+        Calls ``cuStreamWriteValue64``; does not block or allocate. As
+        :meth:`write_value32`, with ``0 <= value < 2**64`` and an 8-byte aligned
+        address.
+
+        Raises
+        ------
+        NotSupportedError
+            The device lacks ``CAN_USE_64_BIT_STREAM_MEM_OPS``.
+        ValueError
+            The value does not fit, the address is misaligned or beyond the buffer.
+        """
+        h = self._h
+        if h is None:
+            self._raise_closed()
+        memops.write_value(self, h, addr, value, 8, no_memory_barrier)
+
+    def wait_value32(
+        self,
+        addr: Any,
+        value: int,
+        cond: WaitCondition | int = WaitCondition.GEQ,
+        *,
+        flush: bool = False,
+    ) -> None:
+        """Make later work wait until the 32-bit value at ``addr`` meets ``cond``.
+
+        Calls ``cuStreamWaitValue32``; does not block the host or allocate. Captured
+        as a memory-operation node inside a capture.
+
+        Parameters
+        ----------
+        addr
+            As for :meth:`write_value32`; 4-byte aligned.
+        value
+            Compared with the memory value as ``cond`` says; ``0 <= value < 2**32``.
+        cond
+            A :class:`~cudriver.WaitCondition`: ``GEQ`` (default), ``EQ``, ``AND`` or
+            ``NOR``.
+        flush
+            Also flush remote writes once the wait ends
+            (``CU_STREAM_WAIT_VALUE_FLUSH``).
+
+        Raises
+        ------
+        NotSupportedError
+            ``NOR`` without ``CAN_USE_STREAM_WAIT_VALUE_NOR``, or ``flush`` without
+            ``CAN_FLUSH_REMOTE_WRITES``.
+        ValueError
+            The value does not fit, the address is misaligned or beyond the buffer.
+        """
+        h = self._h
+        if h is None:
+            self._raise_closed()
+        memops.wait_value(self, h, addr, value, cond, flush, 4)
+
+    def wait_value64(
+        self,
+        addr: Any,
+        value: int,
+        cond: WaitCondition | int = WaitCondition.GEQ,
+        *,
+        flush: bool = False,
+    ) -> None:
+        """Make later work wait until the 64-bit value at ``addr`` meets ``cond``.
+
+        Calls ``cuStreamWaitValue64``; does not block the host or allocate. As
+        :meth:`wait_value32`, with ``0 <= value < 2**64`` and an 8-byte aligned
+        address.
+
+        Raises
+        ------
+        NotSupportedError
+            The device lacks ``CAN_USE_64_BIT_STREAM_MEM_OPS`` (or the attribute
+            ``NOR`` or ``flush`` need).
+        ValueError
+            The value does not fit, the address is misaligned or beyond the buffer.
+        """
+        h = self._h
+        if h is None:
+            self._raise_closed()
+        memops.wait_value(self, h, addr, value, cond, flush, 8)
+
+    def batch_mem_ops(self, ops: Iterable[MemOp]) -> None:
+        """Enqueue several memory operations at once, in order (``cuStreamBatchMemOp``).
+
+        ::
+
+            stream.batch_mem_ops([MemOp.wait32(flag, 1), MemOp.write32(done, 1)])
+
+        Cheaper than one call per operation, on the host and on the device. Does not
+        block or allocate device memory; captured as one node inside a capture.
+
+        Parameters
+        ----------
+        ops
+            One to :data:`~cudriver.MAX_BATCH_MEM_OPS` (255) :class:`~cudriver.MemOp`
+            objects.
+
+        Raises
+        ------
+        NotSupportedError
+            An operation needs a feature the device lacks (64-bit operations, ``NOR``,
+            flushing remote writes), checked before the call.
+        ValueError
+            No operations, or more than the driver takes in one batch.
+        TypeError
+            An item is not a :class:`~cudriver.MemOp`.
+        """
+        h = self._h
+        if h is None:
+            self._raise_closed()
+        memops.batch(self, h, ops)
+
+    # -- properties -----------------------------------------------------------------------
     def _ctx_or_none(self) -> Context | None:
         if self._context is not None:
             return self._context
@@ -358,14 +478,9 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
     def context(self) -> Context:
         """The stream's context (``cuStreamGetCtx`` for foreign streams)."""
         if self._context is None:
-            from .context import Context, current_or_default
-
             if self._special is not None:
                 return current_or_default()
-            r = _drv.cuStreamGetCtx(self.handle)
-            if r[0] is not SUCCESS:
-                raise make_error(r[0], "cuStreamGetCtx")
-            self._context = Context.from_handle(r[1])
+            self._context = Context.from_handle(_cuStreamGetCtx(self.handle))
         return self._context
 
     @property
@@ -376,48 +491,32 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
     @property
     def priority(self) -> int:
         """The stream's priority (``cuStreamGetPriority``)."""
-        r = _drv.cuStreamGetPriority(self.handle)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuStreamGetPriority")
-        return int(r[1])
+        return int(_cuStreamGetPriority(self.handle))
 
     @property
     def non_blocking(self) -> bool:
-        """Whether the stream does not synchronise with the legacy stream."""
-        r = _drv.cuStreamGetFlags(self.handle)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuStreamGetFlags")
-        return bool(int(r[1]) & _NON_BLOCKING)
+        """Whether the stream does not synchronise with the legacy stream (``cuStreamGetFlags``)."""
+        return bool(int(_cuStreamGetFlags(self.handle)) & _NON_BLOCKING)
 
     @property
     def id(self) -> int:
         """The process-unique stream id (``cuStreamGetId``)."""
-        r = _drv.cuStreamGetId(self.handle)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuStreamGetId")
-        return int(r[1])
+        return int(_cuStreamGetId(self.handle))
 
-    # -- attributes ---------------------------------------------------------------------
+    # -- attributes -----------------------------------------------------------------------
     def copy_attributes_from(self, other: StreamLike) -> None:
         """Copy ``other``'s attributes to this stream (``cuStreamCopyAttributes``)."""
-        r = _drv.cuStreamCopyAttributes(self.handle, stream_handle(other))
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuStreamCopyAttributes")
+        _cuStreamCopyAttributes(self.handle, stream_handle(other))
 
     def _get_attr(self, attr: int) -> Any:
-        r = _drv.cuStreamGetAttribute(self.handle, _drv.CUstreamAttrID(attr))
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuStreamGetAttribute")
-        return r[1]
+        return _cuStreamGetAttribute(self.handle, _drv.CUstreamAttrID(attr))
 
     def _set_attr(self, attr: int, value: Any) -> None:
-        r = _drv.cuStreamSetAttribute(self.handle, _drv.CUstreamAttrID(attr), value)
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuStreamSetAttribute")
+        _cuStreamSetAttribute(self.handle, _drv.CUstreamAttrID(attr), value)
 
     @property
     def sync_policy(self) -> SyncPolicy:
-        """How host threads wait on this stream (stream attribute)."""
+        """How host threads wait on this stream (``cuStreamGetAttribute``/``...Set...``)."""
         return SyncPolicy(int(self._get_attr(_ATTR_SYNC_POLICY).syncPolicy))
 
     @sync_policy.setter
@@ -429,7 +528,7 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
 
     @property
     def access_policy_window(self) -> AccessPolicyWindow:
-        """The stream's L2 access policy window (stream attribute)."""
+        """The stream's L2 access policy window (``cuStreamGetAttribute``/``...Set...``)."""
         w = self._get_attr(_ATTR_ACCESS_POLICY).accessPolicyWindow
         return AccessPolicyWindow(
             int(w.base_ptr),
@@ -467,14 +566,10 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
         """
         if isinstance(length, bool) or not isinstance(length, int) or length < 0:
             raise ValueError(f"length must be a non-negative int, not {length!r}")
-        p = getattr(ptr, "ptr", ptr)
-        r = _drv.cuStreamAttachMemAsync(
-            self.handle, _drv.CUdeviceptr(int(p)), length, int(MemAttach(flags))
-        )
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuStreamAttachMemAsync")
+        a, _size, _obj = device_address(ptr)
+        _cuStreamAttachMemAsync(self.handle, _drv.CUdeviceptr(a), length, int(MemAttach(flags)))
 
-    # -- capture -------------------------------------------------------------------------
+    # -- capture --------------------------------------------------------------------------
     def begin_capture(self, mode: CaptureMode | int | None = None) -> None:
         """Start capturing work on this stream into a graph (``cuStreamBeginCapture``).
 
@@ -488,35 +583,22 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
         StreamCaptureError
             The stream is the legacy default stream, or is already capturing.
         """
-        from .graph import CaptureMode
-
         h = self._h
         if h is None:
             self._raise_closed()
-        m = CaptureMode.THREAD_LOCAL if mode is None else CaptureMode(mode)
         if self._key in (0, _LEGACY) or self._special == "legacy":
             raise StreamCaptureError(
-                _drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                _R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
                 "cuStreamBeginCapture",
                 "the legacy default stream cannot be captured: capture on a cudriver.Stream()",
             )
-        if self._capture_id is not None:
+        if self._capture is not None:
             raise StreamCaptureError(
-                _drv.CUresult.CUDA_ERROR_ILLEGAL_STATE,
+                _R.CUDA_ERROR_ILLEGAL_STATE,
                 "cuStreamBeginCapture",
                 "this stream is already capturing",
             )
-        errors.last_capture_violation = None
-        r = _drv.cuStreamBeginCapture(h, _drv.CUstreamCaptureMode(int(m)))
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuStreamBeginCapture")
-        cid = _capture.capture_id(h)
-        if cid is None:  # pragma: no cover - the driver just began it
-            raise StreamCaptureError(
-                _drv.CUresult.CUDA_ERROR_ILLEGAL_STATE, "cuStreamGetCaptureInfo", "no capture"
-            )
-        _capture.register(cid)
-        self._capture_id = cid
+        self._capture = capture.begin(h, mode)
 
     def end_capture(self) -> Graph:
         """End the capture and return the captured :class:`~cudriver.Graph`.
@@ -530,26 +612,15 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
             into it was not joined back, or the stream was not capturing. The stream
             is usable afterwards.
         """
-        from .graph import Graph
-
-        h, keep = self._end_capture_raw()
+        h, keep = self._end_capture()
         return Graph._from_handle(h, keep=keep, context=self._context)
 
-    def _end_capture_raw(self) -> tuple[Any, list[Any]]:
+    def _end_capture(self) -> tuple[Any, list[Any]]:
         h = self._h
         if h is None:
             self._raise_closed()
-        r = _drv.cuStreamEndCapture(h)
-        cid = self._capture_id
-        self._capture_id = None
-        keep = _capture.unregister(cid) if cid is not None else []
-        status = r[0]
-        if status is not SUCCESS:
-            g = r[1] if len(r) > 1 else None
-            if g is not None and int(g) != 0:
-                _drv.cuGraphDestroy(g)
-            raise make_error(status, "cuStreamEndCapture", _capture_detail(int(status)))
-        return r[1], keep
+        session, self._capture = self._capture, None
+        return capture.end(h, session)
 
     @contextlib.contextmanager
     def capture(self, mode: CaptureMode | int | None = None) -> Iterator[Graph]:
@@ -567,66 +638,42 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
         invalidated, a :class:`~cudriver.StreamCaptureError` is raised at exit. In
         every case the stream is usable afterwards.
         """
-        from .graph import Graph
-
         self.begin_capture(mode)
         graph = Graph._pending()
         try:
             yield graph
         except BaseException:
-            self._abort_capture()
+            h = self._h
+            session, self._capture = self._capture, None
+            if h is not None:
+                capture.abort(h, session)
             raise
-        h, keep = self._end_capture_raw()
+        h, keep = self._end_capture()
         graph._fill(h, keep, self._context)
-
-    def _abort_capture(self) -> None:
-        """End a capture after an error, dropping the graph and any error it gives."""
-        h = self._h
-        if h is None:
-            return
-        r = _drv.cuStreamEndCapture(h)
-        cid = self._capture_id
-        self._capture_id = None
-        if cid is not None:
-            _capture.unregister(cid)
-        g = r[1] if len(r) > 1 else None
-        if g is not None and int(g) != 0:
-            _drv.cuGraphDestroy(g)
 
     @property
     def capture_status(self) -> CaptureStatus:
         """The stream's :class:`~cudriver.CaptureStatus` (``cuStreamGetCaptureInfo``)."""
-        from .graph import CaptureStatus
-
-        status, info = _bindings.capture_info(self.handle)
-        if info is None:
-            raise make_error(status, "cuStreamGetCaptureInfo")
-        return CaptureStatus(int(info.status))
+        return CaptureStatus(int(capture.info(self.handle).status))
 
     @property
     def is_capturing(self) -> bool:
-        """Whether the stream is capturing (active or invalidated)."""
-        return int(self.capture_status) != 0
+        """Whether the stream is capturing, active or invalidated (``cuStreamGetCaptureInfo``)."""
+        return self.capture_status is not CaptureStatus.NONE
 
     @property
     def capture_id(self) -> int | None:
-        """The id of the active capture, or None when not capturing."""
-        status, info = _bindings.capture_info(self.handle)
-        if info is None:
-            raise make_error(status, "cuStreamGetCaptureInfo")
-        return info.id if int(info.status) == 1 else None
+        """The id of the active capture, or None (``cuStreamGetCaptureInfo``)."""
+        ci = capture.info(self.handle)
+        return ci.id if int(ci.status) == CaptureStatus.ACTIVE else None
 
     @property
     def capture_graph(self) -> Graph | None:
-        """The graph being captured into (borrowed), or None when not capturing."""
-        from .graph import Graph
-
-        status, info = _bindings.capture_info(self.handle)
-        if info is None:
-            raise make_error(status, "cuStreamGetCaptureInfo")
-        if int(info.status) != 1 or info.graph is None:
+        """The graph being captured into (borrowed), or None (``cuStreamGetCaptureInfo``)."""
+        ci = capture.info(self.handle)
+        if int(ci.status) != CaptureStatus.ACTIVE or ci.graph is None:
             return None
-        return Graph.from_handle(info.graph)
+        return Graph.from_handle(ci.graph)
 
     def _repr_extra(self) -> str:
         parts: list[str] = []
@@ -634,25 +681,6 @@ class Stream(HostFuncMixin, MemOpsMixin, Handle):
             parts.append(self._special)
         if self._context is not None and self._context._device is not None:
             parts.append(f"device={self._context._device.ordinal}")
-        if self._capture_id is not None:
+        if self._capture is not None:
             parts.append("capturing")
         return " ".join(parts)
-
-
-def _capture_detail(code: int) -> str | None:
-    R = _drv.CUresult
-    if code == int(R.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED):
-        by = errors.last_capture_violation
-        msg = (
-            "the capture was invalidated by an operation that is not allowed while "
-            "capturing (a synchronous call, a query, or legacy-stream work)"
-        )
-        return f"{msg}; first offending call: {by}" if by else msg
-    if code == int(R.CUDA_ERROR_STREAM_CAPTURE_UNJOINED):
-        return (
-            "work forked to another stream during the capture was not joined back: make "
-            "the capturing stream wait on the forked stream before the capture ends"
-        )
-    if code == int(R.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD):
-        return "the capture was begun on another thread"
-    return None

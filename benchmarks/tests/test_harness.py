@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 import gc
 import json
 import subprocess
@@ -8,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cudriver import _bench as bench
-from cudriver._bench import (
+from benchmarks import cli, harness, report
+from benchmarks.cli import parse_args
+from benchmarks.harness import (
     OP_NAMES,
     OPS,
     PEERS,
@@ -17,18 +19,20 @@ from cudriver._bench import (
     Cell,
     Row,
     calls_for,
-    evaluate_targets,
-    format_table,
     measure,
-    parse_args,
-    to_json,
 )
+from benchmarks.peer_cuda_core import CudaCorePeer
+from benchmarks.peer_cudriver import CudriverPeer
+from benchmarks.peer_cupy import CupyPeer
+from benchmarks.peer_raw import RawPeer, per_call_raw
+from benchmarks.report import evaluate_targets, format_table, to_json
 
 from .conftest import gpu_unavailable_reason
 
 no_driver = pytest.mark.skipif(gpu_unavailable_reason() is None, reason="a driver is present")
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "overhead.py"
 OPS_BY_NAME = {op.name: op for op in OPS}
 
 
@@ -57,7 +61,7 @@ def results(row: Row) -> list[str]:
 def test_parse_defaults() -> None:
     args = parse_args([])
     assert args.quick is False
-    assert args.repeats == bench.DEFAULT_REPEATS
+    assert args.repeats == cli.DEFAULT_REPEATS
     assert args.only == OP_NAMES
     assert args.json is None
     assert args.device == 0
@@ -65,7 +69,7 @@ def test_parse_defaults() -> None:
 
 
 def test_parse_quick_and_repeats() -> None:
-    assert parse_args(["--quick"]).repeats == bench.QUICK_REPEATS
+    assert parse_args(["--quick"]).repeats == cli.QUICK_REPEATS
     args = parse_args(["--quick", "--repeats", "5", "--json", "out.json", "--device", "1"])
     assert (args.quick, args.repeats, args.json, args.device) == (True, 5, "out.json", 1)
 
@@ -99,21 +103,21 @@ def test_calls_for_quick() -> None:
     op = OPS_BY_NAME["stream_query"]
     assert calls_for(op, False) == op.calls
     assert calls_for(op, True) == op.calls // 10
-    tiny = bench.Op("x", "x", "ns", 3, False)
+    tiny = harness.Op("x", "x", "ns", 3, False)
     assert calls_for(tiny, True) == 1
 
 
 def test_ops_are_unique_and_every_peer_answers_every_op() -> None:
     assert len(set(OP_NAMES)) == len(OPS)
     assert {op.unit for op in OPS} <= {"ns", "us"}
-    for cls in (bench._CudriverPeer, bench._RawPeer, bench._CudaCorePeer, bench._CupyPeer):
+    for cls in (CudriverPeer, RawPeer, CudaCorePeer, CupyPeer):
         missing = [n for n in OP_NAMES if not hasattr(cls, f"op_{n}")]
         assert missing == [], f"{cls.__name__} lacks {missing}"
         assert cls.name in PEERS
 
 
 def test_list_needs_no_driver(capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench.main(["--list"]) == 0
+    assert cli.main(["--list"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in out] == list(OP_NAMES)
 
@@ -170,7 +174,7 @@ def test_per_call_counts_and_checks_last_result() -> None:
         seen.append(a + b)
         return (0, a + b)
 
-    run = bench._per_call(f, (1, 2), checked.append)
+    run = harness.per_call(f, (1, 2), checked.append)
     ns = run(50)
     assert ns >= 0
     assert seen == [3] * 50
@@ -179,17 +183,38 @@ def test_per_call_counts_and_checks_last_result() -> None:
 
 def test_per_batch_and_latency() -> None:
     events: list[str] = []
-    run = bench._per_batch(lambda: events.append("body"), lambda: events.append("sync"))
+    run = harness.per_batch(lambda: events.append("body"), lambda: events.append("sync"))
     assert run(2) >= 0
     assert events == ["body", "sync", "body", "sync"]
 
     stamps: list[int] = []
-    lat = bench._latency(lambda: stamps.append(bench._clock()), lambda: None, stamps)
+    lat = harness.latency(lambda: stamps.append(harness.clock()), lambda: None, stamps)
     assert lat(5) >= 0
 
-    never = bench._latency(lambda: None, lambda: None, [])
+    never = harness.latency(lambda: None, lambda: None, [])
     with pytest.raises(RuntimeError, match="did not run"):
         never(1)
+
+
+def test_raw_calls_are_checked_by_cudriver() -> None:
+    from cuda.bindings import driver as drv
+
+    import cudriver as cu
+
+    calls: list[int] = []
+
+    def fine() -> tuple[object]:
+        calls.append(1)
+        return (drv.CUresult.CUDA_SUCCESS,)
+
+    assert per_call_raw(fine, (), "cuFine")(3) >= 0
+    assert calls == [1, 1, 1]
+
+    def bad() -> tuple[object]:
+        return (drv.CUresult.CUDA_ERROR_INVALID_VALUE,)
+
+    with pytest.raises(cu.InvalidValueError, match="cuBad"):
+        per_call_raw(bad, (), "cuBad")(1)
 
 
 # -- targets, table and JSON -----------------------------------------------------------------
@@ -321,15 +346,15 @@ def test_to_json_round_trip() -> None:
 
 def test_failed_flags_misses_and_cudriver_errors() -> None:
     rows = sample_rows()
-    assert bench._failed(rows)  # write_value32 errored for cudriver
+    assert report.failed(rows)  # write_value32 errored for cudriver
     ok = [make_row("stream_query", cudriver=500.0, raw=500.0)]
     evaluate_targets(ok)
-    assert not bench._failed(ok)
+    assert not report.failed(ok)
 
 
 def test_error_text_is_one_line() -> None:
-    assert bench._error_text(ValueError("first\nsecond")) == "ValueError: first"
-    assert bench._error_text(KeyError()) == "KeyError"
+    assert harness.error_text(ValueError("first\nsecond")) == "ValueError: first"
+    assert harness.error_text(KeyError()) == "KeyError"
 
 
 # -- without a driver ------------------------------------------------------------------------
@@ -337,7 +362,7 @@ def test_error_text_is_one_line() -> None:
 
 @no_driver
 def test_main_without_driver_returns_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench.main(["--quick"]) == 2
+    assert cli.main(["--quick"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
@@ -348,7 +373,7 @@ def test_main_without_driver_returns_2(capsys: pytest.CaptureFixture[str]) -> No
 @no_driver
 def test_script_without_driver_exits_2() -> None:
     p = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "overhead.py"), "--quick"],
+        [sys.executable, str(SCRIPT), "--quick"],
         capture_output=True,
         text=True,
         check=False,
@@ -361,7 +386,7 @@ def test_script_without_driver_exits_2() -> None:
 
 def test_script_lists_operations() -> None:
     p = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "overhead.py"), "--list"],
+        [sys.executable, str(SCRIPT), "--list"],
         capture_output=True,
         text=True,
         check=False,
@@ -370,13 +395,44 @@ def test_script_lists_operations() -> None:
     assert [line.split()[0] for line in p.stdout.splitlines()] == list(OP_NAMES)
 
 
+@pytest.mark.parametrize("arg", ["--list", "--help"])
+def test_script_runs_without_the_package_installed(arg: str) -> None:
+    # -S: no site-packages, so neither cudriver nor its dependencies can be found; the
+    # script falls back to src/, and --list and --help need no more.
+    p = subprocess.run(
+        [sys.executable, "-S", str(SCRIPT), arg],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO / "benchmarks",
+    )
+    assert p.returncode == 0, p.stderr
+    if arg == "--list":
+        assert [line.split()[0] for line in p.stdout.splitlines()] == list(OP_NAMES)
+    else:
+        assert p.stdout.startswith("usage: python benchmarks/overhead.py")
+
+
+def test_only_the_public_api_of_cudriver() -> None:
+    """The benchmark imports ``cudriver`` itself, never one of its modules."""
+    for path in sorted((REPO / "benchmarks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                mod = node.module or ""
+                assert mod != "cudriver", (path, mod)
+                assert not mod.startswith("cudriver."), (path, mod)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert not alias.name.startswith("cudriver."), (path, alias.name)
+
+
 # -- on a GPU --------------------------------------------------------------------------------
 
 
 @pytest.mark.gpu
 def test_quick_run_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "bench.json"
-    assert bench.main(["--quick", "--repeats", "1", "--json", str(out)]) == 0
+    assert cli.main(["--quick", "--repeats", "1", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "cudriver/raw" in text
     doc = json.loads(out.read_text())
@@ -398,7 +454,7 @@ def test_quick_run_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_only_selected_operations(tmp_path: Path) -> None:
     out = tmp_path / "only.json"
     argv = ["--quick", "--repeats", "2", "--only", "stream_query,graph_100", "--json", str(out)]
-    assert bench.main(argv) == 0
+    assert cli.main(argv) == 0
     doc = json.loads(out.read_text())
     assert [r["name"] for r in doc["rows"]] == ["stream_query", "graph_100"]
     assert doc["settings"]["repeats"] == 2

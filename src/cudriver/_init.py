@@ -6,10 +6,12 @@ import threading
 
 from cuda.bindings import driver as _drv
 
-from ._bindings import SUCCESS
-from .errors import DriverNotFoundError, _is_missing_driver, make_error
+from .errors import checked
 
 __all__ = ["init", "driver_version", "is_initialized"]
+
+_cuInit = checked(_drv.cuInit)
+_cuDriverGetVersion = checked(_drv.cuDriverGetVersion)
 
 _lock = threading.Lock()
 _initialized = False
@@ -31,17 +33,9 @@ def init() -> None:
     if _initialized:
         return
     with _lock:
-        if is_initialized():  # another thread won the race
-            return
-        try:
-            r = _drv.cuInit(0)
-        except Exception as exc:
-            if _is_missing_driver(exc):
-                raise DriverNotFoundError(str(exc)) from None
-            raise
-        if r[0] is not SUCCESS:
-            raise make_error(r[0], "cuInit")
-        _initialized = True
+        if not _initialized:  # another thread may have won the race
+            _cuInit(0)
+            _initialized = True
 
 
 def is_initialized() -> bool:
@@ -59,13 +53,5 @@ def driver_version() -> tuple[int, int]:
     DriverNotFoundError
         No NVIDIA driver library can be loaded.
     """
-    try:
-        r = _drv.cuDriverGetVersion()
-    except Exception as exc:
-        if _is_missing_driver(exc):
-            raise DriverNotFoundError(str(exc)) from None
-        raise
-    if r[0] is not SUCCESS:
-        raise make_error(r[0], "cuDriverGetVersion")
-    v = int(r[1])
+    v = int(_cuDriverGetVersion())
     return v // 1000, (v % 1000) // 10

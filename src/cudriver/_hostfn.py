@@ -15,7 +15,7 @@ How long a record lives
 * Eager (the stream is not capturing): the registry holds the record strongly until
   the trampoline has run it once.
 * Captured by a capture begun through cudriver: the record joins the capture's keep
-  list (``_capture.keep``), which moves into the :class:`~cudriver.Graph` and into every
+  list (``capture.keep``), which moves into the :class:`~cudriver.Graph` and into every
   :class:`~cudriver.GraphExec` made from it; the registry holds it only weakly. In
   addition, ``GraphExec.launch`` writes :attr:`HostFuncRecord.stream_key` before each
   launch, and that write holds the record strongly until the launch has run it (or
@@ -46,22 +46,20 @@ import functools
 import itertools
 import sys
 import threading
+import traceback
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _capture
+from . import _bindings, capture
 from ._bindings import SUCCESS
-from .errors import HostCallbackError, make_error
-
-if TYPE_CHECKING:
-    from .context import Context
+from .errors import HostCallbackError, error_for
 
 __all__ = [
-    "HostFuncMixin",
     "HostFuncRecord",
+    "launch",
     "PENDING",
     "after_sync",
     "after_context_sync",
@@ -220,41 +218,29 @@ _HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _TRAMPOLINE = _HOSTFN(_trampoline)
 _TRAMPOLINE_ADDR: int = ctypes.cast(_TRAMPOLINE, ctypes.c_void_p).value or 0
 
-_launch_host_func: Callable[[int, int, int], int] | None = None
-
-
-def _load() -> Callable[[int, int, int], int]:
-    global _launch_host_func
-    if _launch_host_func is None:
-        from ._libcuda import lib
-
-        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-        _launch_host_func = proto(("cuLaunchHostFunc", lib()))
-    return _launch_host_func
-
 
 def launch(
     h: Any, stream_key: int, ctx_key: int, fn: Callable[..., Any], args: Any, kwargs: Any
 ) -> HostFuncRecord:
     """Register ``fn(*args, **kwargs)`` and enqueue it on stream ``h`` (``cuLaunchHostFunc``)."""
-    call = _launch_host_func or _load()
+    call = _bindings.launch_host_func()
     key = next(_keys)
     rec = HostFuncRecord(key, fn, args, kwargs, stream_key, ctx_key)
     r = _cuStreamIsCapturing(h)
     if r[0] is not SUCCESS:
-        raise make_error(r[0], "cuStreamIsCapturing")
+        raise error_for(r[0], _cuStreamIsCapturing)
     if r[1] is _NOT_CAPTURING:
         # Registered before the call: the driver thread may run it before the call returns.
         _eager[key] = rec
         code = call(stream_key, _TRAMPOLINE_ADDR, key)
         if code:
             _eager.pop(key, None)
-            raise make_error(code, "cuLaunchHostFunc")
+            raise error_for(code, call)
         return rec
-    cid = _capture.capture_id(h)
-    ours = cid is not None and cid in _capture.ACTIVE
+    cid = capture.capture_id(h)
+    ours = cid is not None and cid in capture.ACTIVE
     if ours:
-        _capture.keep(h, rec)
+        capture.keep(h, rec)
     else:
         _forever[key] = rec
     _captured[key] = weakref.ref(rec, functools.partial(_forget, key))
@@ -262,7 +248,7 @@ def launch(
     if code:
         _forever.pop(key, None)
         _captured.pop(key, None)
-        raise make_error(code, "cuLaunchHostFunc")
+        raise error_for(code, call)
     return rec
 
 
@@ -422,8 +408,6 @@ def _unraisable(exc: BaseException, msg: str, obj: Any) -> None:
         sys.unraisablehook(args)
     except BaseException:
         try:
-            import traceback
-
             sys.stderr.write(f"cudriver: {msg}: {obj!r}\n")
             traceback.print_exception(type(exc), exc, exc.__traceback__)
         except BaseException:
@@ -437,76 +421,3 @@ def _report_leftovers() -> None:
         PENDING.clear()
     for k, lst in leftovers:
         _report(lst, f"the interpreter exited before stream {k:#x} was synchronized")
-
-
-# -- the Stream mixin ---------------------------------------------------------------------
-class HostFuncMixin:
-    """:meth:`launch_host_func` for :class:`~cudriver.Stream`."""
-
-    __slots__ = ()
-
-    if TYPE_CHECKING:
-        _h: Any
-        _key: int
-        _context: Context | None
-
-        @property
-        def context(self) -> Context: ...
-
-        def _raise_closed(self) -> NoReturn: ...
-
-    def launch_host_func(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
-        """Run ``fn(*args, **kwargs)`` on a driver thread when the stream reaches this point.
-
-        Calls ``cuLaunchHostFunc`` (of ``libcuda``, through ctypes). The function runs
-        after all work enqueued on the stream before it; work enqueued after it waits
-        until it returns. Does not block and does not allocate device memory.
-
-        Inside a capture (``with stream.capture() as g:``) a host node is recorded
-        instead; it runs on every replay of every executable graph made from ``g``.
-        ``fn`` and its arguments are kept alive until the function has run (eager), or
-        as long as the graph and every executable graph made from it (captured),
-        also when the caller keeps no reference to them.
-
-        Parameters
-        ----------
-        fn
-            Any callable. It must not call CUDA (no driver call of any kind: the
-            driver forbids it in host functions, and a synchronising call would
-            deadlock the stream).
-        *args, **kwargs
-            Passed to ``fn``.
-
-        Notes
-        -----
-        * The driver thread acquires the GIL to run ``fn``: a host function cannot run
-          while another thread holds the GIL, and work behind it on the stream waits.
-          With cuda-bindings 12.x, whose calls do not always release the GIL, waiting
-          on such a stream from Python can therefore deadlock; 13.x releases it.
-        * Cost: about 18.8 µs per host function enqueued and run through ctypes, and
-          about 23 µs through this method (both measured on an H200, thousands in a
-          row): mostly the driver thread's hand-off and taking the GIL. To signal
-          completion at high rates, write to mapped memory with
-          :meth:`write_value32` instead.
-        * An exception raised by ``fn`` does not stop the stream: later host functions
-          still run. It is re-raised as :class:`~cudriver.HostCallbackError` (the
-          original as ``__cause__``, with its traceback; all of them in ``.errors``)
-          by the next ``synchronize()`` of this stream (for a graph: of the stream the
-          executable graph was launched on) or ``Context.synchronize()``. One never
-          collected goes to :data:`sys.unraisablehook` when the stream is closed.
-
-        Raises
-        ------
-        TypeError
-            ``fn`` is not callable.
-        ClosedError
-            The stream is closed.
-        """
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        if not callable(fn):
-            raise TypeError(f"launch_host_func needs a callable, not {type(fn).__name__}")
-        ctx = self._context
-        ctx_key = ctx._key if ctx is not None else self.context._key
-        launch(h, self._key, ctx_key, fn, args, kwargs)

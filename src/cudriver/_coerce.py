@@ -1,0 +1,339 @@
+"""Argument coercion shared by every module: streams, device addresses, integers, shapes.
+
+* :func:`stream_handle` is the one place that turns a stream-like argument (a
+  :class:`~cudriver.Stream`, an object with ``__cuda_stream__`` or ``cuda_stream``, a
+  ``CUstream``, an int, or None) into a raw ``CUstream``.
+* :func:`device_address` is the one place that says what counts as a device address.
+* :func:`int_arg`, :func:`nbytes_arg`, :func:`shape_arg`, :func:`dtype_arg`,
+  :func:`dims` and :func:`shared_mem` check integers, sizes, shapes, dtypes and launch
+  dimensions before any driver call.
+
+The base classes here are what coercion needs to know of the classes defined above
+it: :class:`StreamBase` (the base of :class:`cudriver.Stream`), :class:`DeviceMemory`
+(of :class:`cudriver.DeviceBuffer`) and :class:`HostMemory` (of
+:class:`cudriver.PinnedBuffer`). Checking them with
+``isinstance`` keeps the import direction one way: modules below ``stream.py`` and
+``memory.py`` recognise streams and buffers without importing them.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+from cuda.bindings import driver as _drv
+
+from ._handle import Handle
+
+__all__ = [
+    "SupportsCudaStream",
+    "StreamLike",
+    "StreamBase",
+    "Memory",
+    "DeviceMemory",
+    "HostMemory",
+    "stream_handle",
+    "device_address",
+    "int_arg",
+    "nbytes_arg",
+    "dtype_arg",
+    "shape_arg",
+    "nbytes_of",
+    "typed_shape",
+    "dims",
+    "shared_mem",
+    "U32_MAX",
+    "U64_LIMIT",
+]
+
+U32_MAX = 0xFFFFFFFF
+U64_LIMIT = 1 << 64
+
+_NULL_STREAM = _drv.CUstream(0)
+
+
+@runtime_checkable
+class SupportsCudaStream(Protocol):
+    """An object exposing a CUDA stream through the ``__cuda_stream__`` protocol."""
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        """Return ``(version, stream handle as int)``."""
+        ...
+
+
+class StreamBase(Handle):
+    """The base of :class:`cudriver.Stream`: a handle that is a ``CUstream``."""
+
+    __slots__ = ()
+
+
+class Memory(Handle):
+    """A span of memory: ``_key`` is its address, ``_nbytes`` its size."""
+
+    __slots__ = ()
+
+    _nbytes: int
+
+    @property
+    def ptr(self) -> int:
+        """The address as an int (device or host memory, as the class says)."""
+        if self._h is None:
+            self._raise_closed()
+        return self._key
+
+    @property
+    def nbytes(self) -> int:
+        """The size in bytes."""
+        return self._nbytes
+
+
+#: What stream arguments accept: a Stream, a ``__cuda_stream__`` object, a
+#: ``CUstream``, an int handle, or None (the legacy default stream).
+StreamLike = StreamBase | SupportsCudaStream | Any | int | None
+
+
+class DeviceMemory(Memory):
+    """The base of :class:`cudriver.DeviceBuffer`: ``_h`` is a ``CUdeviceptr``."""
+
+    __slots__ = ()
+
+    def _producer_stream(self) -> int | None:
+        """The stream (as the CUDA Array Interface writes it) that orders this memory."""
+        return None
+
+
+class HostMemory(Memory):
+    """The base of :class:`cudriver.PinnedBuffer`: ``_key`` is a host address."""
+
+    __slots__ = ()
+
+
+def _foreign_int(obj: Any) -> int | None:
+    proto = getattr(obj, "__cuda_stream__", None)
+    if proto is not None:
+        v = proto() if callable(proto) else proto
+        if not (isinstance(v, tuple) and len(v) == 2):
+            raise TypeError(
+                f"{type(obj).__name__}.__cuda_stream__ returned {v!r}, expected (version, handle)"
+            )
+        return int(v[1])
+    cs = getattr(obj, "cuda_stream", None)  # torch.cuda.Stream
+    if isinstance(cs, int):
+        return cs
+    return None
+
+
+def stream_handle(stream: StreamLike) -> Any:
+    """The raw ``CUstream`` for any stream-like argument.
+
+    Accepts a :class:`~cudriver.Stream`, an object with ``__cuda_stream__`` (PyTorch,
+    CuPy, cuda.core streams) or ``cuda_stream``, a ``CUstream``, an int, or None (the
+    legacy default stream). A closed Stream raises :class:`~cudriver.ClosedError`.
+    """
+    if isinstance(stream, StreamBase):
+        h = stream._h
+        if h is None:
+            stream._raise_closed()
+        return h
+    if stream is None:
+        return _NULL_STREAM
+    if isinstance(stream, _drv.CUstream):
+        return stream
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        return _drv.CUstream(stream)
+    v = _foreign_int(stream)
+    if v is not None:
+        return _drv.CUstream(v)
+    raise TypeError(
+        f"expected a stream (cudriver.Stream, an object with __cuda_stream__, a CUstream "
+        f"or an int), not {type(stream).__name__}"
+    )
+
+
+def _int_address(x: Any) -> int | None:
+    """The address of an int-like (int, ``CUdeviceptr``, numpy integer), else None."""
+    if isinstance(x, bool):
+        raise TypeError("a bool is not a device address")
+    if isinstance(x, int):
+        return x
+    if isinstance(x, _drv.CUdeviceptr):
+        return int(x)
+    if isinstance(x, numbers.Integral):  # numpy integers
+        return operator.index(x)
+    return None
+
+
+def device_address(obj: Any) -> tuple[int, int | None, Any]:
+    """``(address, size in bytes or None, object to keep alive or None)`` of ``obj``.
+
+    What counts as a device address, in order: an int, a ``CUdeviceptr`` or a numpy
+    integer; a :class:`~cudriver.DeviceBuffer`; an object with an int ``device_ptr``
+    (a device-mapped pinned buffer); an object with an int ``ptr``; an object with
+    ``__cuda_array_interface__``. The size is the object's ``nbytes`` when it has one.
+
+    Raises
+    ------
+    TypeError
+        ``obj`` is none of these.
+    ValueError
+        ``obj`` has a ``device_ptr`` attribute that is None (pinned memory that is not
+        mapped into the device's address space).
+    """
+    a = _int_address(obj)
+    if a is not None:
+        return a, None, None
+    if isinstance(obj, DeviceMemory):
+        if obj._h is None:
+            obj._raise_closed()
+        return obj._key, obj._nbytes, obj
+    dptr = getattr(obj, "device_ptr", None)
+    if dptr is None and hasattr(obj, "device_ptr"):
+        raise ValueError(
+            f"{type(obj).__name__} has no device address: allocate pinned memory device-mapped "
+            "(e.g. PinnedBuffer(n, mapped=True)) to use it on the device"
+        )
+    if dptr is None:
+        dptr = getattr(obj, "ptr", None)
+    size: Any
+    if dptr is not None:
+        a = _int_address(dptr)
+        if a is None:
+            raise TypeError(f"{type(obj).__name__}'s pointer is not an int: {dptr!r}")
+        size = getattr(obj, "nbytes", None)
+        return a, (int(size) if size is not None else None), obj
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if isinstance(cai, dict):
+        try:
+            a = int(cai["data"][0] or 0)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise TypeError(
+                f"{type(obj).__name__} has a malformed __cuda_array_interface__: {exc!r}"
+            ) from None
+        size = getattr(obj, "nbytes", None)
+        return a, (int(size) if size is not None else None), obj
+    raise TypeError(
+        f"not a device address: {type(obj).__name__} (pass a device buffer, a device-mapped "
+        "pinned buffer, (buffer, byte_offset), a CUdeviceptr or an int)"
+    )
+
+
+# -- integers, sizes, shapes and launch dimensions ------------------------------------
+def int_arg(value: object, name: str) -> int:
+    """``value`` as an int (any ``__index__`` type but bool), else ``TypeError`` naming it."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not bool")
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+
+
+def nbytes_arg(value: object, name: str = "nbytes") -> int:
+    """A positive byte count."""
+    n = int_arg(value, name)
+    if n <= 0:
+        raise ValueError(f"{name} must be positive, not {n}")
+    return n
+
+
+def dtype_arg(dtype: npt.DTypeLike) -> np.dtype[Any]:
+    """A numpy dtype with a size that holds no Python objects."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"not a numpy dtype: {dtype!r} ({exc})") from None
+    if dt.hasobject:
+        raise TypeError(f"dtype {dt} holds Python objects, which have no meaning on the device")
+    if dt.itemsize == 0:
+        raise ValueError(f"dtype {dt} has no size")
+    return dt
+
+
+def shape_arg(shape: object) -> tuple[int, ...]:
+    """A shape: an int or a tuple/list of non-negative ints."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        items: tuple[object, ...] = (shape,)
+    elif isinstance(shape, (tuple, list)):
+        items = tuple(shape)
+    else:
+        raise TypeError(f"shape must be an int or a tuple of ints, not {type(shape).__name__}")
+    out = tuple(int_arg(d, "shape entry") for d in items)
+    if any(d < 0 for d in out):
+        raise ValueError(f"shape {out} has a negative dimension")
+    return out
+
+
+def nbytes_of(shape: tuple[int, ...], dtype: np.dtype[Any]) -> int:
+    """The byte size of ``shape`` elements of ``dtype``; at least one byte."""
+    n = math.prod(shape) * dtype.itemsize
+    if n == 0:
+        raise ValueError(f"shape {shape} of {dtype} has no elements: a buffer needs >= 1 byte")
+    return n
+
+
+def typed_shape(
+    nbytes: int, dtype: npt.DTypeLike, shape: object
+) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """``(dtype, shape)`` viewing ``nbytes`` bytes; ``shape`` None means 1-D.
+
+    The shape's size times the item size must equal ``nbytes``.
+    """
+    dt = dtype_arg(dtype)
+    if shape is None:
+        if nbytes % dt.itemsize:
+            raise ValueError(
+                f"{nbytes} bytes is not a whole number of {dt} items ({dt.itemsize} bytes each)"
+            )
+        return dt, (nbytes // dt.itemsize,)
+    shp = shape_arg(shape)
+    if math.prod(shp) * dt.itemsize != nbytes:
+        raise ValueError(
+            f"shape {shp} of {dt} needs {math.prod(shp) * dt.itemsize} bytes, "
+            f"the buffer has {nbytes}"
+        )
+    return dt, shp
+
+
+def dims(value: Any, what: str) -> tuple[int, int, int]:
+    """``(x, y, z)`` from an int or a tuple of 1 to 3 ints, each in [1, 2**32 - 1]."""
+    if type(value) is int and 1 <= value <= U32_MAX:
+        return (value, 1, 1)
+    if isinstance(value, (tuple, list)):
+        items = list(value)
+        if not 1 <= len(items) <= 3:
+            raise ValueError(
+                f"{what} must be an int or a tuple of 1 to 3 ints, not a "
+                f"{len(items)}-tuple {tuple(items)!r}"
+            )
+    else:
+        items = [value]
+    out: list[int] = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(
+                f"{what} must be an int or a tuple of 1 to 3 ints, not {value!r} "
+                f"(contains a {type(v).__name__})"
+            )
+        iv = int(v)
+        if not 1 <= iv <= U32_MAX:
+            raise ValueError(f"every {what} dimension must be >= 1 (and < 2**32), got {value!r}")
+        out.append(iv)
+    while len(out) < 3:
+        out.append(1)
+    return (out[0], out[1], out[2])
+
+
+def shared_mem(value: Any) -> int:
+    """Dynamic shared memory in bytes: an int in [0, 2**32 - 1]."""
+    if type(value) is int and 0 <= value <= U32_MAX:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"shared_mem must be an int, not {type(value).__name__}")
+    v = int(value)
+    if not 0 <= v <= U32_MAX:
+        raise ValueError(f"shared_mem must be >= 0 bytes (and < 2**32), got {v}")
+    return v

@@ -1,0 +1,197 @@
+"""Copy operands: host arrays, pinned and device buffers, and CUDA Array Interface objects.
+
+Everything :meth:`cudriver.DeviceBuffer.copy_from`, :meth:`~cudriver.DeviceBuffer.copy_to`
+and :meth:`~cudriver.DeviceBuffer.fill` check before the first driver call: what an
+operand is (:func:`operand`), its ``__cuda_array_interface__`` (:func:`parse_cai`), the
+fill value (:func:`fill_args`); and the CUDA Array Interface's ordering rule for
+consumers (:func:`order_after`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+from cuda.bindings import driver as _drv
+
+from ._coerce import DeviceMemory, HostMemory, int_arg
+from .errors import checked
+
+__all__ = [
+    "SupportsCudaArrayInterface",
+    "Operand",
+    "operand",
+    "parse_cai",
+    "ndarray_address",
+    "cai_stream_value",
+    "fill_args",
+    "order_after",
+]
+
+_EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+_CAPTURE_NONE = _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+_cuStreamIsCapturing = checked(_drv.cuStreamIsCapturing)
+_cuEventCreate = checked(_drv.cuEventCreate)
+_cuEventRecord = checked(_drv.cuEventRecord)
+_cuStreamWaitEvent = checked(_drv.cuStreamWaitEvent)
+
+
+@runtime_checkable
+class SupportsCudaArrayInterface(Protocol):
+    """An object exposing device memory through ``__cuda_array_interface__``."""
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The CUDA Array Interface dictionary (version 3)."""
+        ...
+
+
+def cai_stream_value(h: Any) -> int:
+    """A stream handle as the CUDA Array Interface writes it (1 for the legacy stream)."""
+    # CAI v3: 1 is the legacy default stream; 0 is not allowed.
+    v = int(h)
+    return 1 if v == 0 else v
+
+
+def parse_cai(cai: object, role: str) -> tuple[int, int, bool, int | None]:
+    """``(address, nbytes, read_only, stream or None)`` of a CAI dict (C-contiguous only)."""
+    if not isinstance(cai, dict):
+        raise TypeError(f"{role}.__cuda_array_interface__ is a {type(cai).__name__}, not a dict")
+    try:
+        data = cai["data"]
+        shape = tuple(int(d) for d in cai["shape"])
+        dtype = np.dtype(cai["typestr"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{role} has a malformed __cuda_array_interface__: {exc!r}") from None
+    if cai.get("mask") is not None:
+        raise ValueError(f"{role} is a masked array (__cuda_array_interface__ 'mask'): unsupported")
+    strides = cai.get("strides")
+    if strides is not None:
+        strides = tuple(int(st) for st in strides)
+        if len(strides) != len(shape):
+            raise ValueError(f"{role} has shape {shape} but strides {strides}")
+        expected = dtype.itemsize
+        for dim, st in zip(reversed(shape), reversed(strides), strict=True):
+            if dim != 1 and int(st) != expected:
+                raise ValueError(
+                    f"{role} is not C-contiguous (shape {shape}, strides {tuple(strides)}): "
+                    "copy it to a contiguous array first"
+                )
+            expected *= dim
+    stream = cai.get("stream")
+    return (
+        int(data[0] or 0),
+        math.prod(shape) * dtype.itemsize,
+        bool(data[1]),
+        None if stream is None else int(stream),
+    )
+
+
+def ndarray_address(a: npt.NDArray[Any], writable: bool, role: str) -> int:
+    if a.dtype.hasobject:
+        raise TypeError(f"{role} has dtype {a.dtype}: arrays of Python objects cannot be copied")
+    if not a.flags.c_contiguous:
+        raise ValueError(
+            f"{role} is not C-contiguous (shape {a.shape}, strides {a.strides}): "
+            "pass np.ascontiguousarray(...)"
+        )
+    if writable and not a.flags.writeable:
+        raise ValueError(f"{role} is a read-only array")
+    return int(a.__array_interface__["data"][0])
+
+
+# An operand: (on the device?, address, nbytes, object to keep alive, its stream or None).
+Operand = tuple[bool, int, int, Any, "int | None"]
+
+
+def operand(obj: object, *, writable: bool, role: str) -> Operand:
+    """Classify a copy operand: ``(on the device?, address, nbytes, keep, its stream)``.
+
+    ``obj`` is a :class:`~cudriver.DeviceBuffer`, a numpy array, a
+    :class:`~cudriver.PinnedBuffer`, an object with ``__cuda_array_interface__``, or a
+    bytes-like object. ``role`` (``"src"``, ``"out"``) names it in error messages.
+    """
+    if isinstance(obj, DeviceMemory):
+        if obj._h is None:
+            obj._raise_closed()
+        return True, obj._key, obj._nbytes, obj, obj._producer_stream()
+    if isinstance(obj, np.ndarray):
+        return False, ndarray_address(obj, writable, role), obj.nbytes, obj, None
+    if isinstance(obj, HostMemory):
+        if obj._h is None:
+            obj._raise_closed()
+        return False, obj._key, obj._nbytes, obj, None
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        ptr, n, read_only, stream = parse_cai(cai, role)
+        if writable and read_only:
+            raise ValueError(f"{role} is read-only (its __cuda_array_interface__ says so)")
+        return True, ptr, n, obj, stream
+    try:
+        mv = memoryview(obj)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"{role} must be a numpy array, a bytes-like object, a DeviceBuffer, a "
+            f"PinnedBuffer or an object with __cuda_array_interface__, not {type(obj).__name__}"
+        ) from None
+    if not mv.c_contiguous:
+        raise ValueError(f"{role} is a non-contiguous buffer: copy it to a contiguous one first")
+    if writable and mv.readonly:
+        raise ValueError(f"{role} is a read-only buffer ({type(obj).__name__})")
+    if mv.nbytes == 0:
+        return False, 0, 0, mv, None
+    arr = np.frombuffer(mv, dtype=np.uint8)  # the view keeps the exporter alive
+    return False, int(arr.__array_interface__["data"][0]), mv.nbytes, arr, None
+
+
+def fill_args(value: object, width: object) -> tuple[int, int]:
+    """``(width in bytes, unsigned value)`` for ``fill``."""
+    if width is not None:
+        w = int_arg(width, "width")
+        if w not in (1, 2, 4):
+            raise ValueError(f"width must be 1, 2 or 4 bytes, not {w}")
+    if isinstance(value, np.generic):
+        size = value.dtype.itemsize
+        if size not in (1, 2, 4):
+            raise ValueError(
+                f"a {value.dtype} fill value has {size} bytes; fill takes 1, 2 or 4-byte values"
+            )
+        if width is not None and w != size:
+            raise ValueError(f"fill value is {value.dtype} ({size} bytes) but width={w}")
+        # The value's bit pattern, so np.float32(1.0) or np.int16(-1) fill as expected.
+        bits = np.asarray(value).reshape(1).view(f"u{size}")[0]
+        return size, int(bits)
+    if isinstance(value, bool) or not isinstance(value, int):
+        hint = (
+            " (use e.g. np.float32(x) to fill with a float's bits)"
+            if isinstance(value, float)
+            else ""
+        )
+        raise TypeError(
+            f"fill value must be an int or a numpy scalar, not {type(value).__name__}{hint}"
+        )
+    w = 1 if width is None else w
+    top = (1 << (8 * w)) - 1
+    if not 0 <= value <= top:
+        raise ValueError(f"fill value {value} does not fit in {w} byte(s): 0..{top}")
+    return w, value
+
+
+def order_after(queue: Any, other: int) -> None:
+    """Make ``queue`` wait for work already on stream ``other`` (CAI consumer rule).
+
+    Skipped while ``queue`` is capturing: waiting there on an event recorded outside
+    the capture is not allowed; ordering is then the caller's business.
+    """
+    if other == int(queue) or (other in (0, 1) and int(queue) in (0, 1)):
+        return
+    if _cuStreamIsCapturing(queue) != _CAPTURE_NONE:
+        return
+    ev = _cuEventCreate(_EVENT_NO_TIMING)
+    try:
+        _cuEventRecord(ev, _drv.CUstream(other))
+        _cuStreamWaitEvent(queue, ev, 0)
+    finally:
+        _drv.cuEventDestroy(ev)

@@ -1,0 +1,179 @@
+"""Stream capture: the capture session, its keep list, and what invalidated it.
+
+A capture begun through cudriver (:meth:`cudriver.Stream.begin_capture` or
+``with stream.capture()``) gets a :class:`CaptureSession`, registered in
+:data:`ACTIVE` under the capture id the driver reports. While it is active:
+
+* objects that captured work refers to (buffers passed to kernels, host callables,
+  host memory of copies) are appended to the session's keep list by :func:`keep`,
+  found by the capture id of the stream the work is enqueued on, which also covers
+  streams forked into the capture. When the capture ends the list moves into the
+  :class:`~cudriver.Graph`, and every :class:`~cudriver.GraphExec` made from it holds it;
+* the first cudriver call on the capturing thread that fails with a capture error is
+  recorded in the session (:attr:`CaptureSession.violation`), so that ending an
+  invalidated capture can say which call invalidated it. Calls on other threads are
+  never blamed.
+
+When no capture is active in the process, :func:`keep` costs one dict test.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from cuda.bindings import driver as _drv
+
+from . import _bindings
+from ._bindings import SUCCESS
+from ._enums import CaptureMode, CaptureStatus
+from .errors import StreamCaptureError, error_for, watch_capture_violations
+
+__all__ = [
+    "CaptureMode",
+    "CaptureStatus",
+    "CaptureSession",
+    "ACTIVE",
+    "capture_id",
+    "keep",
+    "begin",
+    "end",
+    "abort",
+    "info",
+]
+
+_cuStreamBeginCapture = _drv.cuStreamBeginCapture
+_cuStreamEndCapture = _drv.cuStreamEndCapture
+_cuGraphDestroy = _drv.cuGraphDestroy
+_ACTIVE_STATUS = _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
+_R = _drv.CUresult
+
+
+class CaptureSession:
+    """The bookkeeping of one capture begun through cudriver.
+
+    Attributes
+    ----------
+    id : int
+        The driver's capture id.
+    keep : list
+        Objects the captured work refers to; they move into the Graph.
+    violation : str or None
+        The first cudriver call on the capturing thread that failed with a capture
+        error, e.g. ``"cuStreamSynchronize (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)"``.
+    """
+
+    __slots__ = ("_stop_watching", "id", "keep", "violation")
+
+    def __init__(self, cid: int) -> None:
+        self.id = cid
+        self.keep: list[Any] = []
+        self.violation: str | None = None
+        self._stop_watching = watch_capture_violations(self)
+
+    def close(self) -> list[Any]:
+        """Unregister the session and return its keep list."""
+        self._stop_watching()
+        with _lock:
+            if ACTIVE.get(self.id) is self:
+                del ACTIVE[self.id]
+        return self.keep
+
+
+#: capture id -> session, for captures begun through cudriver and not yet ended.
+ACTIVE: dict[int, CaptureSession] = {}
+_lock = threading.Lock()
+
+
+def info(stream_h: Any) -> _bindings.CaptureInfo:
+    """``cuStreamGetCaptureInfo`` of ``stream_h``, normalised; raises on failure."""
+    status, ci = _bindings.capture_info(stream_h)
+    if ci is None:
+        raise error_for(status, _drv.cuStreamGetCaptureInfo)
+    return ci
+
+
+def capture_id(stream_h: Any) -> int | None:
+    """The id of the active capture ``stream_h`` is part of, or None."""
+    _status, ci = _bindings.capture_info(stream_h)
+    if ci is None or ci.status != _ACTIVE_STATUS:
+        return None
+    return ci.id
+
+
+def keep(stream_h: Any, *objs: Any) -> None:
+    """Keep ``objs`` alive with the graph being captured on ``stream_h``, if any."""
+    if not ACTIVE:
+        return
+    cid = capture_id(stream_h)
+    if cid is None:
+        return
+    session = ACTIVE.get(cid)
+    if session is not None:
+        session.keep.extend(objs)
+
+
+def begin(stream_h: Any, mode: CaptureMode | int | None) -> CaptureSession:
+    """Begin capturing on ``stream_h`` (``cuStreamBeginCapture``) and register a session."""
+    m = CaptureMode.THREAD_LOCAL if mode is None else CaptureMode(mode)
+    r = _cuStreamBeginCapture(stream_h, _drv.CUstreamCaptureMode(int(m)))
+    if r[0] is not SUCCESS:
+        raise error_for(r[0], _cuStreamBeginCapture)
+    cid = capture_id(stream_h)
+    if cid is None:  # pragma: no cover - the driver just began it
+        raise StreamCaptureError(
+            _R.CUDA_ERROR_ILLEGAL_STATE, "cuStreamGetCaptureInfo", "no capture"
+        )
+    session = CaptureSession(cid)
+    with _lock:
+        ACTIVE[cid] = session
+    return session
+
+
+def _end_raw(stream_h: Any, session: CaptureSession | None) -> tuple[Any, Any, list[Any]]:
+    r = _cuStreamEndCapture(stream_h)
+    kept = session.close() if session is not None else []
+    status = r[0]
+    g = r[1] if len(r) > 1 else None
+    if status is not SUCCESS and g is not None and int(g) != 0:
+        _cuGraphDestroy(g)
+        g = None
+    return status, g, kept
+
+
+def end(stream_h: Any, session: CaptureSession | None) -> tuple[Any, list[Any]]:
+    """End the capture on ``stream_h`` (``cuStreamEndCapture``).
+
+    Returns ``(CUgraph, keep list)``. On failure the partial graph is destroyed and a
+    :class:`~cudriver.StreamCaptureError` says why (and, for an invalidated capture,
+    which call invalidated it, when it went through cudriver on the capturing thread).
+    """
+    violation = session.violation if session is not None else None
+    status, g, kept = _end_raw(stream_h, session)
+    if status is not SUCCESS:
+        raise error_for(status, _cuStreamEndCapture, _detail(int(status), violation))
+    return g, kept
+
+
+def abort(stream_h: Any, session: CaptureSession | None) -> None:
+    """End a capture after an error, dropping the graph and any error it gives."""
+    status, g, _kept = _end_raw(stream_h, session)
+    if status is SUCCESS and g is not None and int(g) != 0:
+        _cuGraphDestroy(g)
+
+
+def _detail(code: int, violation: str | None) -> str | None:
+    if code == int(_R.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED):
+        msg = (
+            "the capture was invalidated by an operation that is not allowed while "
+            "capturing (a synchronous call, a query, or legacy-stream work)"
+        )
+        return f"{msg}; first offending call: {violation}" if violation else msg
+    if code == int(_R.CUDA_ERROR_STREAM_CAPTURE_UNJOINED):
+        return (
+            "work forked to another stream during the capture was not joined back: make "
+            "the capturing stream wait on the forked stream before the capture ends"
+        )
+    if code == int(_R.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD):
+        return "the capture was begun on another thread"
+    return None

@@ -1,0 +1,516 @@
+"""Kernels (``CUfunction``) and their launches.
+
+:meth:`cudriver.Module.kernel` returns a :class:`Kernel`, which launches with
+``cuLaunchKernel``, packing its arguments by the rules of ``_packing``.
+:meth:`Kernel.prepare` packs once and returns a :class:`LaunchPlan` whose
+:meth:`~LaunchPlan.launch` is the fast path.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+
+import numpy as np
+from cuda.bindings import driver as _drv
+
+from . import _bindings, capture
+from ._bindings import SUCCESS
+from ._coerce import U32_MAX, StreamLike, dims, stream_handle
+from ._coerce import shared_mem as _shared
+from ._enums import FunctionAttribute
+from ._handle import Handle
+from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
+from .errors import ClosedError, NotSupportedError, checked, error_for
+
+if TYPE_CHECKING:
+    from .module import Module
+
+__all__ = ["Kernel", "LaunchPlan", "ParamInfo"]
+
+
+class ParamInfo(NamedTuple):
+    """Where one kernel parameter lives in the device-side parameter buffer."""
+
+    offset: int
+    size: int
+
+
+ParamInfo.__module__ = "cudriver"
+
+_R = _drv.CUresult
+_cuLaunchKernel = _drv.cuLaunchKernel
+_cuFuncGetAttribute = _drv.cuFuncGetAttribute
+_cuFuncSetAttribute = _drv.cuFuncSetAttribute
+_cuFuncGetName = checked(_drv.cuFuncGetName)
+# cuFuncGetParamInfo answers INVALID_VALUE past the last parameter; the parameter
+# buffer is at most 32 KiB, so no kernel has more parameters than this.
+_MAX_PARAMS = 32768
+
+
+def _func_attr(attr: Any) -> Any:
+    if isinstance(attr, bool) or not isinstance(attr, int):
+        raise TypeError(f"attribute must be a cudriver.FunctionAttribute, not {attr!r}")
+    try:
+        return _drv.CUfunction_attribute(int(attr))
+    except ValueError:
+        raise NotSupportedError(
+            _R.CUDA_ERROR_NOT_SUPPORTED,
+            "cuFuncGetAttribute",
+            f"function attribute {int(attr)} is unknown to the installed cuda-bindings",
+        ) from None
+
+
+class Kernel(Handle):
+    """A kernel of a :class:`Module` (a ``CUfunction``); never freed by itself.
+
+    Obtain one with :meth:`Module.kernel`. A kernel keeps its module alive and is
+    closed when the module is closed. Its parameter layout is read once, on first
+    use (``cuFuncGetParamInfo``), and drives argument packing.
+    """
+
+    __slots__ = ("_layout", "_module", "_name", "_params", "_sizes")
+
+    _kind = "Kernel"
+
+    _module: Module | None
+    _name: str
+    _params: tuple[ParamInfo, ...] | None
+    _sizes: tuple[int, ...] | None
+    _layout: ArgLayout | None
+
+    def __init__(self) -> None:
+        raise TypeError("use Module.kernel(name) or Kernel.from_handle()")
+
+    @classmethod
+    def _new(cls, h: Any, name: str, module: Module | None, owner: Any = None) -> Kernel:
+        self = object.__new__(cls)
+        self._module = module
+        self._name = name
+        self._params = None
+        self._sizes = None
+        self._layout = None
+        self._init_handle(
+            h,
+            release=None,
+            func="cuModuleUnload",
+            owned=False,
+            owner=owner if owner is not None else module,
+        )
+        return self
+
+    @classmethod
+    def from_handle(cls, handle: Any, owner: Any = None, *, name: str | None = None) -> Kernel:
+        """Wrap a foreign ``CUfunction`` (or int); ``owner`` is kept alive with it.
+
+        ``name`` defaults to the driver's (``cuFuncGetName``).
+        """
+        h = handle if isinstance(handle, _drv.CUfunction) else _drv.CUfunction(int(handle))
+        if int(h) == 0:
+            raise ValueError("cannot wrap a NULL function handle")
+        if name is None:
+            raw = _cuFuncGetName(h)
+            name = raw.decode() if isinstance(raw, bytes) else str(raw)
+        return cls._new(h, name, None, owner)
+
+    def _raise_closed(self) -> NoReturn:
+        mod = self._module
+        why = " (its Module was closed)" if mod is not None and mod._h is None else ""
+        raise ClosedError(f"Kernel {self._name!r} is closed{why}")
+
+    # -- identity ----------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The kernel's name."""
+        return self._name
+
+    @property
+    def module(self) -> Module | None:
+        """The module the kernel belongs to (None for :meth:`from_handle` kernels)."""
+        return self._module
+
+    def __repr__(self) -> str:
+        if self._h is None:
+            return f"<cudriver.Kernel {self._name!r} closed>"
+        return f"<cudriver.Kernel {self._name!r} {self._key:#x}>"
+
+    # -- parameters --------------------------------------------------------------------
+    @property
+    def param_info(self) -> tuple[ParamInfo, ...]:
+        """``(offset, size)`` of each parameter in the device-side layout.
+
+        Read once with ``cuFuncGetParamInfo`` (CUDA 12.4+ drivers) and cached.
+        """
+        p = self._params
+        if p is None:
+            p = self._load_params()
+        return p
+
+    @property
+    def num_params(self) -> int:
+        """The number of parameters the kernel takes."""
+        return len(self.param_info)
+
+    @property
+    def param_sizes(self) -> tuple[int, ...]:
+        """The size in bytes of each parameter."""
+        s = self._sizes
+        if s is None:
+            self._load_params()
+            s = self._sizes
+            assert s is not None
+        return s
+
+    def _load_params(self) -> tuple[ParamInfo, ...]:
+        h = self._closed_check()
+        fn = _bindings.func_get_param_info
+        if fn is None:
+            raise NotSupportedError(
+                _R.CUDA_ERROR_NOT_SUPPORTED,
+                "cuFuncGetParamInfo",
+                "kernel argument packing needs cuda-bindings 12.4 or newer",
+            )
+        infos: list[ParamInfo] = []
+        for i in range(_MAX_PARAMS):
+            r = fn(h, i)
+            if r[0] is not SUCCESS:
+                if r[0] is _R.CUDA_ERROR_INVALID_VALUE:
+                    break
+                raise error_for(
+                    r[0],
+                    fn,
+                    "kernel argument packing needs a CUDA 12.4 or newer driver",
+                )
+            infos.append(ParamInfo(int(r[1]), int(r[2])))
+        params = tuple(infos)
+        sizes = tuple(p.size for p in params)
+        self._layout = ArgLayout(sizes)
+        self._sizes = sizes
+        self._params = params
+        return params
+
+    def _arg_layout(self) -> ArgLayout:
+        lay = self._layout
+        if lay is None:
+            self._load_params()
+            lay = self._layout
+            assert lay is not None
+        return lay
+
+    # -- attributes --------------------------------------------------------------------
+    def attribute(self, attr: FunctionAttribute | int) -> int:
+        """Read a kernel attribute (``cuFuncGetAttribute``)."""
+        a = _func_attr(attr)
+        r = _cuFuncGetAttribute(a, self.handle)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], _cuFuncGetAttribute, f"attribute {a.name}")
+        return int(r[1])
+
+    def set_attribute(self, attr: FunctionAttribute | int, value: int) -> None:
+        """Set a kernel attribute (``cuFuncSetAttribute``).
+
+        Settable: ``MAX_DYNAMIC_SHARED_SIZE_BYTES``,
+        ``PREFERRED_SHARED_MEMORY_CARVEOUT`` and the cluster attributes.
+        """
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"attribute value must be an int, not {type(value).__name__}")
+        a = _func_attr(attr)
+        r = _cuFuncSetAttribute(self.handle, a, int(value))
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], _cuFuncSetAttribute, f"{a.name} = {int(value)}")
+
+    @property
+    def max_threads_per_block(self) -> int:
+        """The most threads a block of this kernel may have."""
+        return self.attribute(FunctionAttribute.MAX_THREADS_PER_BLOCK)
+
+    @property
+    def num_registers(self) -> int:
+        """Registers used by each thread."""
+        return self.attribute(FunctionAttribute.NUM_REGS)
+
+    @property
+    def shared_size_bytes(self) -> int:
+        """Statically allocated shared memory per block, in bytes."""
+        return self.attribute(FunctionAttribute.SHARED_SIZE_BYTES)
+
+    @property
+    def const_size_bytes(self) -> int:
+        """Constant memory the kernel uses, in bytes."""
+        return self.attribute(FunctionAttribute.CONST_SIZE_BYTES)
+
+    @property
+    def local_size_bytes(self) -> int:
+        """Local memory per thread, in bytes."""
+        return self.attribute(FunctionAttribute.LOCAL_SIZE_BYTES)
+
+    @property
+    def ptx_version(self) -> int:
+        """The PTX virtual architecture the kernel was compiled for (e.g. 90)."""
+        return self.attribute(FunctionAttribute.PTX_VERSION)
+
+    @property
+    def binary_version(self) -> int:
+        """The binary architecture the kernel was compiled for (e.g. 90)."""
+        return self.attribute(FunctionAttribute.BINARY_VERSION)
+
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        """The most dynamic shared memory a launch may request, in bytes.
+
+        Setting it (``cuFuncSetAttribute``) opts in to more than the default 48 KiB.
+        """
+        return self.attribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES)
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, value: int) -> None:
+        self.set_attribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, value)
+
+    # -- launching ---------------------------------------------------------------------
+    def pack(self, *args: Any) -> PackedArgs:
+        """Pack ``args`` for this kernel (no driver call once the layout is known)."""
+        lay = self._arg_layout()
+        return PackedArgs._with_layout(lay, args, self._name)
+
+    def launch(
+        self, stream: StreamLike, grid: Any, block: Any, *args: Any, shared_mem: int = 0
+    ) -> None:
+        """Launch the kernel on ``stream`` (``cuLaunchKernel``); does not block.
+
+        Parameters
+        ----------
+        stream
+            A :class:`~cudriver.Stream`, any stream-like object, or None (the legacy
+            default stream).
+        grid, block
+            An int or a tuple of 1 to 3 ints, each >= 1.
+        *args
+            One value per kernel parameter, packed by the rules of :func:`pack_arg`.
+        shared_mem
+            Dynamic shared memory per block, in bytes.
+
+        Notes
+        -----
+        Packs the arguments on every call (into a reused host buffer: the driver
+        copies them at launch); use :meth:`prepare` to pack once and launch many
+        times. While the stream is capturing, the
+        arguments are kept alive with the captured graph.
+
+        Raises
+        ------
+        TypeError
+            Wrong argument count, or an argument that cannot be packed (the message
+            names the argument's index and the kernel); raised before launching.
+        ValueError
+            A bad grid, block or ``shared_mem``.
+        ClosedError
+            The kernel, its module or the stream is closed.
+        """
+        h = self._h
+        if h is None:
+            self._raise_closed()
+        # Inline fast paths for int grid/block and no shared memory; _dims and
+        # _shared validate everything else.
+        if type(grid) is int and 0 < grid <= U32_MAX:
+            gx, gy, gz = grid, 1, 1
+        else:
+            gx, gy, gz = dims(grid, "grid")
+        if type(block) is int and 0 < block <= U32_MAX:
+            bx, by, bz = block, 1, 1
+        else:
+            bx, by, bz = dims(block, "block")
+        shmem = shared_mem if shared_mem == 0 and type(shared_mem) is int else _shared(shared_mem)
+        lay = self._layout
+        if lay is None:
+            lay = self._arg_layout()
+        if len(args) != lay.n:
+            raise count_error(self._name, lay.n, len(args))
+        sh = stream_handle(stream)
+        if not args:
+            if capture.ACTIVE:
+                capture.keep(sh, self)
+            r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, 0, 0)
+            if r[0] is not SUCCESS:
+                raise self._launch_error(r[0], (gx, gy, gz), (bx, by, bz), shmem)
+            return
+        pool = lay.pool
+        try:
+            scratch = pool.pop()
+        except IndexError:
+            scratch = lay.storage()
+        try:
+            pack_fast(scratch[0], lay.items, args, self._name)
+            if capture.ACTIVE:
+                capture.keep(sh, self, args)
+            r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, scratch[3], 0)
+        finally:
+            pool.append(scratch)
+        if r[0] is not SUCCESS:
+            raise self._launch_error(r[0], (gx, gy, gz), (bx, by, bz), shmem)
+
+    def prepare(self, grid: Any, block: Any, *args: Any, shared_mem: int = 0) -> LaunchPlan:
+        """Pack the arguments once; :meth:`LaunchPlan.launch` then reuses them.
+
+        Validates and packs like :meth:`launch` (same errors), without launching.
+        The plan keeps the kernel and the arguments alive.
+        """
+        if self._h is None:
+            self._raise_closed()
+        return LaunchPlan._new(
+            self, dims(grid, "grid"), dims(block, "block"), _shared(shared_mem), args
+        )
+
+    def _launch_error(
+        self, code: Any, grid: tuple[int, ...], block: tuple[int, ...], shmem: int
+    ) -> Exception:
+        """The exception for a failed launch, with what we can tell about why."""
+        detail = f"kernel {self._name!r}, grid {grid}, block {block}, shared_mem {shmem}"
+        c = int(code)
+        if c == int(_R.CUDA_ERROR_INVALID_VALUE) or c == int(_R.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES):
+            threads = block[0] * block[1] * block[2]
+            try:
+                most = self.max_threads_per_block
+                dyn = self.max_dynamic_shared_size_bytes
+            except Exception:  # a sticky error: keep the launch's own message
+                most = dyn = -1
+            if 0 <= most < threads:
+                detail += (
+                    f": the block has {threads} threads, more than the kernel's "
+                    f"max_threads_per_block ({most})"
+                )
+            elif 0 <= dyn < shmem:
+                detail += (
+                    f": shared_mem exceeds the kernel's max_dynamic_shared_size_bytes "
+                    f"({dyn}); raise it first"
+                )
+        elif c == int(_R.CUDA_ERROR_INVALID_CONTEXT) or c == int(_R.CUDA_ERROR_INVALID_HANDLE):
+            detail += (
+                ": the kernel's context must be current and the stream must belong to it "
+                "(use `with module.context:`)"
+            )
+        return error_for(code, _cuLaunchKernel, detail)
+
+
+class LaunchPlan:
+    """A kernel launch with its arguments packed once (from :meth:`Kernel.prepare`).
+
+    :meth:`launch` is the fast path: one closed check, the stream's handle, and
+    ``cuLaunchKernel`` with the pre-built ``void*[]`` array. :meth:`set_arg` re-packs
+    one argument in place, for later launches (launches already enqueued or
+    captured keep the values they had).
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_args",
+        "_bx",
+        "_by",
+        "_bz",
+        "_call",
+        "_gx",
+        "_gy",
+        "_gz",
+        "_kernel",
+        "_packed",
+        "_params",
+        "_shmem",
+    )
+
+    _kernel: Kernel
+    _gx: int
+    _gy: int
+    _gz: int
+    _bx: int
+    _by: int
+    _bz: int
+    _shmem: int
+    _packed: PackedArgs
+    _params: int
+    _args: tuple[Any, ...]
+    _call: Any
+
+    def __init__(self) -> None:
+        raise TypeError("use Kernel.prepare(grid, block, *args)")
+
+    @classmethod
+    def _new(
+        cls,
+        kernel: Kernel,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shmem: int,
+        args: tuple[Any, ...],
+    ) -> LaunchPlan:
+        packed = kernel.pack(*args)
+        self = object.__new__(cls)
+        self._kernel = kernel
+        self._gx, self._gy, self._gz = grid
+        self._bx, self._by, self._bz = block
+        self._shmem = shmem
+        self._packed = packed
+        self._params = packed.address
+        self._args = packed.args
+        # The constant leading arguments bound once: a launch passes only the stream.
+        self._call = functools.partial(_cuLaunchKernel, kernel._h, *grid, *block, shmem)
+        return self
+
+    def launch(self, stream: StreamLike) -> None:
+        """Launch on ``stream`` (``cuLaunchKernel``) with the packed arguments.
+
+        Does not block or allocate. While the stream is capturing, the kernel and the
+        current arguments are kept alive with the captured graph.
+
+        Raises
+        ------
+        ClosedError
+            The kernel, its module or the stream is closed.
+        """
+        if self._kernel._h is None:
+            self._kernel._raise_closed()
+        sh = stream_handle(stream)
+        if capture.ACTIVE:
+            capture.keep(sh, self._kernel, self._args)
+        r = self._call(sh, self._params, 0)
+        if r[0] is not SUCCESS:
+            raise self._kernel._launch_error(r[0], self.grid, self.block, self._shmem)
+
+    def set_arg(self, index: int, value: Any) -> None:
+        """Re-pack argument ``index`` (same rules and errors as packing at prepare)."""
+        self._packed.set(index, value)
+        self._args = self._packed.args
+
+    @property
+    def kernel(self) -> Kernel:
+        """The kernel this plan launches."""
+        return self._kernel
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        """The grid, as ``(x, y, z)``."""
+        return (self._gx, self._gy, self._gz)
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        """The block, as ``(x, y, z)``."""
+        return (self._bx, self._by, self._bz)
+
+    @property
+    def shared_mem(self) -> int:
+        """Dynamic shared memory per block, in bytes."""
+        return self._shmem
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        """The arguments as last packed."""
+        return self._args
+
+    @property
+    def packed(self) -> PackedArgs:
+        """The packed arguments (``packed.address`` is the ``kernelParams`` value)."""
+        return self._packed
+
+    def __repr__(self) -> str:
+        return (
+            f"<cudriver.LaunchPlan {self._kernel._name!r} grid={self.grid} "
+            f"block={self.block} shared_mem={self._shmem}>"
+        )

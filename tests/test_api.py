@@ -1,0 +1,115 @@
+"""The public surface: names, modules, return types, and the one checking mechanism."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cudriver as cu
+
+SRC = Path(cu.__file__).resolve().parent
+
+
+def _public_classes() -> list[type]:
+    return [o for n in cu.__all__ if isinstance(o := getattr(cu, n), type)]
+
+
+def _classes_in(tp: Any) -> set[type]:
+    """Every cudriver class named by a type annotation (through unions and generics)."""
+    out: set[type] = set()
+    if isinstance(tp, type):
+        if tp.__module__.split(".")[0] == "cudriver":
+            out.add(tp)
+        return out
+    for arg in typing.get_args(tp):
+        out |= _classes_in(arg)
+    return out
+
+
+def _returned_classes(cls: type) -> dict[str, set[type]]:
+    found: dict[str, set[type]] = {}
+    for name, member in vars(cls).items():
+        if name.startswith("_") and name not in ("__enter__", "__cuda_stream__"):
+            continue
+        fn = member.fget if isinstance(member, property) else member
+        if isinstance(fn, (classmethod, staticmethod)):
+            fn = fn.__func__
+        if not inspect.isfunction(fn):
+            continue
+        hints = typing.get_type_hints(fn, localns=vars(cu))
+        if "return" in hints:
+            found[f"{cls.__name__}.{name}"] = _classes_in(hints["return"])
+    return found
+
+
+def test_every_public_name_lives_in_cudriver() -> None:
+    for name in cu.__all__:
+        obj = getattr(cu, name)
+        if isinstance(obj, type) or inspect.isfunction(obj):
+            assert obj.__module__ == "cudriver", name
+
+
+def test_every_returned_type_is_importable_from_cudriver() -> None:
+    exported = {getattr(cu, n) for n in cu.__all__ if isinstance(getattr(cu, n), type)}
+    missing = {
+        where: sorted(c.__qualname__ for c in classes - exported)
+        for cls in _public_classes()
+        for where, classes in _returned_classes(cls).items()
+        if classes - exported
+    }
+    assert missing == {}
+
+
+def test_the_walk_finds_return_types() -> None:
+    # The check above is only as good as this walk: it must see Stream.record's Event.
+    assert cu.Event in _returned_classes(cu.Stream)["Stream.record"]
+
+
+def test_reprs_show_the_public_module() -> None:
+    assert repr(cu.WaitCondition.GEQ).startswith("<WaitCondition.GEQ")
+    assert cu.Stream.__module__ == "cudriver"
+    assert cu.DeviceBuffer.__qualname__ == "DeviceBuffer"
+
+
+# A driver function named by a string literal where an error is built: the name must come
+# from the function itself (checked(), error_for()), so it cannot drift from the call.
+_LITERAL_NAME = re.compile(r"make_error\([^)]*?,\s*\"cu[A-Z]")
+
+
+@pytest.mark.parametrize("path", sorted(SRC.glob("*.py")), ids=lambda p: p.name)
+def test_errors_name_the_function_they_called(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert _LITERAL_NAME.findall(text) == []
+
+
+def test_no_module_is_over_the_size_limit() -> None:
+    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in SRC.glob("*.py")}
+    assert {n: s for n, s in sizes.items() if s > 750} == {}
+
+
+def test_package_modules_import_one_way() -> None:
+    """No module of the package imports one that imports it back (directly or not)."""
+    graph: dict[str, set[str]] = {}
+    for path in SRC.glob("*.py"):
+        mod = path.stem
+        deps = set(re.findall(r"^from \.(\w+) import", path.read_text(encoding="utf-8"), re.M))
+        deps |= {
+            n.strip()
+            for line in re.findall(r"^from \. import (.+)$", path.read_text(encoding="utf-8"), re.M)
+            for n in line.split(",")
+        }
+        graph[mod] = {d for d in deps if (SRC / f"{d}.py").exists()}
+
+    def reaches(a: str, b: str, seen: set[str]) -> bool:
+        if a == b:
+            return True
+        seen.add(a)
+        return any(reaches(n, b, seen) for n in graph.get(a, ()) if n not in seen)
+
+    cycles = sorted((m, d) for m, deps in graph.items() for d in deps if reaches(d, m, set()))
+    assert cycles == []
