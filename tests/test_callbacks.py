@@ -327,6 +327,7 @@ def test_captured_host_func_runs_on_every_replay_without_user_references(
     assert wr_payload() is not None
     del exe
     gc.collect()
+    stream.synchronize()  # runs the executable graph's release, which waited
     assert wr_payload() is None
     assert registry_size() == base
 
@@ -436,8 +437,8 @@ def test_ten_thousand_host_funcs_in_order_without_growth(stream: cu.Stream) -> N
     out: list[int] = []
     fn = out.append
     n = 10_000
-    stream.synchronize()
     gc.collect()
+    stream.synchronize()
     reg = registry_size()
     objs = len(gc.get_objects())
     for i in range(n):

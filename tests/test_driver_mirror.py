@@ -37,14 +37,38 @@ def test_unknown_name_is_attribute_error() -> None:
     assert not hasattr(driver, "nope")
 
 
+SPECIAL = {"cuLaunchHostFunc", "cuLaunchHostFunc_v2"}
+
+
 def test_every_function_wraps() -> None:
     for n in dir(raw):
         if (
             n.startswith("cu")
+            and n not in SPECIAL
             and callable(getattr(raw, n))
             and not isinstance(getattr(raw, n), type)
         ):
             assert getattr(driver, n).__wrapped__ is getattr(raw, n)
+
+
+def test_the_special_functions_are_documented() -> None:
+    for n in SPECIAL:
+        assert f"``{n}" in (driver.__doc__ or "")
+        assert getattr(driver, n) is not getattr(raw, n)
+
+
+def test_host_func_v2_is_refused_with_a_reason() -> None:
+    with pytest.raises(cu.NotSupportedError, match="cuLaunchHostFunc"):
+        driver.cuLaunchHostFunc_v2(0, None, None, 0)
+
+
+def test_host_func_arguments_are_checked_before_the_driver() -> None:
+    with pytest.raises(TypeError, match="userData"):
+        driver.cuLaunchHostFunc(1, 0x1000, "data")
+    with pytest.raises(ValueError, match="NULL"):
+        driver.cuLaunchHostFunc(1, 0, None)
+    with pytest.raises(TypeError, match="stream"):
+        driver.cuLaunchHostFunc(1.5, 0x1000, None)
 
 
 @no_driver

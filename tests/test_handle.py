@@ -9,7 +9,7 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver._handle import Handle, release_state
+from cudriver._handle import Handle, drain, pending_releases, release_state
 
 from ._support import keeps_alive
 
@@ -83,11 +83,41 @@ def test_use_after_close_raises_before_driver() -> None:
     assert log == [0x12]
 
 
-def test_collection_releases() -> None:
+def test_collection_releases_at_the_next_drain() -> None:
+    gc.collect()  # other tests' garbage would be queued here too
+    drain()
     log: list[int] = []
     Thing(0x13, log)
     gc.collect()
+    # Collection may happen anywhere (inside a lock, on the driver's thread): the
+    # release waits for the next cudriver call on an ordinary thread.
+    assert log == []
+    assert pending_releases() == 1
+    drain()
     assert log == [0x13]
+    assert pending_releases() == 0
+
+
+def test_a_new_handle_runs_the_waiting_releases() -> None:
+    log: list[int] = []
+    Thing(0x15, log)
+    gc.collect()
+    t = Thing(0x16, log)
+    assert log == [0x15]
+    t.close()
+    assert log == [0x15, 0x16]
+
+
+def test_lease_defers_the_release_until_it_goes() -> None:
+    log: list[int] = []
+    t = Thing(0x17, log)
+    lease = t._lease()
+    t.close()
+    assert t.closed
+    assert log == []  # something can still use the handle
+    del lease
+    drain()
+    assert log == [0x17]
 
 
 def test_borrowed_never_releases() -> None:
@@ -115,6 +145,7 @@ def test_dependants_released_before_dependencies() -> None:
     assert log == []  # the child keeps the parent alive
     del child
     gc.collect()
+    drain()
     assert log == [0x21, 0x20]
 
 
@@ -127,6 +158,7 @@ def test_cycle_collected_in_dependency_order() -> None:
     del parent, child, box
     gc.collect()
     gc.collect()
+    drain()
     assert log == [0x31, 0x30]
 
 

@@ -533,6 +533,7 @@ def test_views_on_device(ctx: cu.Context) -> None:
     del v
     gc.collect()
     assert ref() is None
+    ctx.synchronize()  # runs the release that waited for an ordinary cudriver call
     assert _freed(ptr)
 
 
@@ -551,6 +552,7 @@ def test_close_frees_and_views_report_closed(ctx: cu.Context) -> None:
     ptr2 = buf2.ptr
     del buf2
     gc.collect()
+    ctx.synchronize()  # runs the release that waited for an ordinary cudriver call
     assert _freed(ptr2)
 
 

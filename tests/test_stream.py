@@ -62,7 +62,8 @@ def test_enums_are_public() -> None:
 class TestStreamGPU:
     def test_create_and_properties(self, ctx: cu.Context) -> None:
         s = cu.Stream()
-        assert s.non_blocking
+        assert not s.non_blocking  # blocking, like cuStreamCreate(0)
+        assert cu.Stream(non_blocking=True).non_blocking
         assert s.context == ctx
         assert s.device == ctx.device
         other = cu.Stream()
@@ -110,6 +111,8 @@ class TestStreamGPU:
         s.synchronize()
         del s
         gc.collect()
+        # The stream's release waited for a cudriver call on an ordinary thread.
+        device.primary_context().synchronize()
         assert ref() is None
 
     def test_from_handle_borrowed(self, stream: cu.Stream) -> None:

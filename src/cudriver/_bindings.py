@@ -130,6 +130,16 @@ event_elapsed_time: Callable[..., tuple[Any, ...]] = (
     getattr(drv, "cuEventElapsedTime_v2", None) or drv.cuEventElapsedTime
 )
 
+#: ``cuFuncLoad``, ``cuModuleGetFunctionCount``, ``cuModuleEnumerateFunctions``
+#: (bindings 12.4+), or None.
+func_load: Callable[..., tuple[Any, ...]] | None = getattr(drv, "cuFuncLoad", None)
+module_get_function_count: Callable[..., tuple[Any, ...]] | None = getattr(
+    drv, "cuModuleGetFunctionCount", None
+)
+module_enumerate_functions: Callable[..., tuple[Any, ...]] | None = getattr(
+    drv, "cuModuleEnumerateFunctions", None
+)
+
 #: ``cuFuncGetParamInfo`` (bindings 12.4+), or None.
 func_get_param_info: Callable[..., tuple[Any, ...]] | None = getattr(
     drv, "cuFuncGetParamInfo", None

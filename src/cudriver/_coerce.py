@@ -39,6 +39,9 @@ __all__ = [
     "stream_handle",
     "device_address",
     "int_arg",
+    "uint_arg",
+    "bool_arg",
+    "handle_arg",
     "nbytes_arg",
     "dtype_arg",
     "shape_arg",
@@ -105,6 +108,12 @@ class DeviceMemory(Memory):
         """The stream (as the CUDA Array Interface writes it) that orders this memory."""
         return None
 
+    def _note_use(self, stream_key: int) -> None:
+        """Record that work using this memory was enqueued on stream ``stream_key``.
+
+        A stream-ordered free is then ordered after that work.
+        """
+
 
 class HostMemory(Memory):
     """The base of :class:`cudriver.PinnedBuffer`: ``_key`` is a host address."""
@@ -120,9 +129,20 @@ def _foreign_int(obj: Any) -> int | None:
             raise TypeError(
                 f"{type(obj).__name__}.__cuda_stream__ returned {v!r}, expected (version, handle)"
             )
-        return int(v[1])
+        version, handle = v
+        if type(version) is not int or version != 0:
+            raise ValueError(
+                f"{type(obj).__name__}.__cuda_stream__ returned version {version!r}: "
+                "cudriver understands version 0 of the protocol"
+            )
+        if isinstance(handle, bool) or not isinstance(handle, int):
+            raise TypeError(
+                f"{type(obj).__name__}.__cuda_stream__ returned a {type(handle).__name__} "
+                "handle, expected an int"
+            )
+        return handle
     cs = getattr(obj, "cuda_stream", None)  # torch.cuda.Stream
-    if isinstance(cs, int):
+    if isinstance(cs, int) and not isinstance(cs, bool):
         return cs
     return None
 
@@ -144,9 +164,12 @@ def stream_handle(stream: StreamLike) -> Any:
     if isinstance(stream, _drv.CUstream):
         return stream
     if isinstance(stream, int) and not isinstance(stream, bool):
-        return _drv.CUstream(stream)
-    v = _foreign_int(stream)
+        v: int | None = stream
+    else:
+        v = _foreign_int(stream)
     if v is not None:
+        if not 0 <= v < U64_LIMIT:
+            raise ValueError(f"stream handle {v:#x} does not fit in 64 bits")
         return _drv.CUstream(v)
     raise TypeError(
         f"expected a stream (cudriver.Stream, an object with __cuda_stream__, a CUstream "
@@ -221,6 +244,41 @@ def device_address(obj: Any) -> tuple[int, int | None, Any]:
     )
 
 
+def handle_arg(value: Any, cls: type, what: str) -> Any:
+    """A non-NULL handle of the bindings type ``cls``: an instance of it, or an int.
+
+    Raises ``TypeError`` for anything else (floats, strings, bools) and ``ValueError``
+    for NULL or a value that does not fit 64 bits, naming ``what``.
+    """
+    h: Any
+    if isinstance(value, cls):
+        h = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value < U64_LIMIT:
+            raise ValueError(f"{what} {value:#x} does not fit in 64 bits")
+        h = cls(value)
+    else:
+        raise TypeError(f"{what} must be a {cls.__name__} or an int, not {type(value).__name__}")
+    if int(h) == 0:
+        raise ValueError(f"cannot wrap a NULL {what}")
+    return h
+
+
+def uint_arg(value: object, name: str, bits: int = 64) -> int:
+    """An int in ``[0, 2**bits)`` (an unsigned C integer), else TypeError/ValueError naming it."""
+    v = int_arg(value, name)
+    if not 0 <= v < 1 << bits:
+        raise ValueError(f"{name} must be a non-negative int below 2**{bits}, not {v}")
+    return v
+
+
+def bool_arg(value: object, name: str) -> bool:
+    """A bool (``True``/``False`` only), else ``TypeError`` naming the argument."""
+    if value is True or value is False:
+        return value
+    raise TypeError(f"{name} must be True or False, not {type(value).__name__}")
+
+
 # -- integers, sizes, shapes and launch dimensions ------------------------------------
 def int_arg(value: object, name: str) -> int:
     """``value`` as an int (any ``__index__`` type but bool), else ``TypeError`` naming it."""
@@ -233,10 +291,10 @@ def int_arg(value: object, name: str) -> int:
 
 
 def nbytes_arg(value: object, name: str = "nbytes") -> int:
-    """A positive byte count."""
+    """A positive byte count that fits a ``size_t``."""
     n = int_arg(value, name)
-    if n <= 0:
-        raise ValueError(f"{name} must be positive, not {n}")
+    if not 0 < n < U64_LIMIT:
+        raise ValueError(f"{name} must be positive and below 2**64, not {n}")
     return n
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from ._coerce import DeviceMemory, HostMemory, int_arg
+from ._coerce import U64_LIMIT, DeviceMemory, HostMemory, int_arg
 from .errors import checked
 
 __all__ = [
@@ -61,15 +61,25 @@ def parse_cai(cai: object, role: str) -> tuple[int, int, bool, int | None]:
         raise TypeError(f"{role}.__cuda_array_interface__ is a {type(cai).__name__}, not a dict")
     try:
         data = cai["data"]
-        shape = tuple(int(d) for d in cai["shape"])
+        ptr, read_only = data
+        ptr = 0 if ptr is None else int_arg(ptr, "data pointer")
+        shape = tuple(int_arg(d, "shape entry") for d in cai["shape"])
         dtype = np.dtype(cai["typestr"])
+        strides = cai.get("strides")
+        if strides is not None:
+            strides = tuple(int_arg(st, "stride") for st in strides)
+        stream = cai.get("stream")
+        if stream is not None:
+            stream = int_arg(stream, "stream")
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{role} has a malformed __cuda_array_interface__: {exc!r}") from None
+    if not 0 <= ptr < U64_LIMIT or any(d < 0 for d in shape):
+        raise ValueError(f"{role} has a malformed __cuda_array_interface__: {cai!r:.200}")
+    if stream is not None and not 0 < stream < U64_LIMIT:
+        raise ValueError(f"{role}'s __cuda_array_interface__ names stream {stream}, not a handle")
     if cai.get("mask") is not None:
         raise ValueError(f"{role} is a masked array (__cuda_array_interface__ 'mask'): unsupported")
-    strides = cai.get("strides")
     if strides is not None:
-        strides = tuple(int(st) for st in strides)
         if len(strides) != len(shape):
             raise ValueError(f"{role} has shape {shape} but strides {strides}")
         expected = dtype.itemsize
@@ -80,13 +90,7 @@ def parse_cai(cai: object, role: str) -> tuple[int, int, bool, int | None]:
                     "copy it to a contiguous array first"
                 )
             expected *= dim
-    stream = cai.get("stream")
-    return (
-        int(data[0] or 0),
-        math.prod(shape) * dtype.itemsize,
-        bool(data[1]),
-        None if stream is None else int(stream),
-    )
+    return ptr, math.prod(shape) * dtype.itemsize, bool(read_only), stream
 
 
 def ndarray_address(a: npt.NDArray[Any], writable: bool, role: str) -> int:

@@ -1,19 +1,37 @@
-"""Shared owning-handle machinery reused by every handle class.
+"""The owning-handle base shared by every handle class, and when releases may run.
 
-An owning object keeps its driver handle in ``_h`` and a small slotted
-:class:`_State` that a :class:`weakref.finalize` releases exactly once: on
-``close()``, at the end of a ``with`` block, or when the object is collected.
-The release never runs during interpreter shutdown or in a forked child, and a
-failing release becomes a :class:`~cudriver.CudaWarning`, never an exception
-from a finaliser. Objects the state keeps alive (``keep``) are dropped only after
-the handle is released, so dependants are always destroyed before what they
-depend on (a Stream before its Context, a GraphExec before its Graph).
+An owning object keeps its driver handle in ``_h`` and a small slotted :class:`_State`
+that is released exactly once: on ``close()``, at the end of a ``with`` block, or
+when the object is collected (through :class:`weakref.finalize`).
+
+When a release runs
+-------------------
+* **Leases.** Objects that can still touch a handle after its owner is closed (a
+  ``LaunchPlan``'s packed arguments, a ``MemOp``, a capture's keep list and so every
+  ``Graph``/``GraphExec`` made from it) hold a :class:`Lease`. While a lease is alive,
+  ``close()`` only makes the object unusable; the release runs when the last lease goes.
+* **Deferred.** A release triggered by garbage collection may run anywhere: inside a
+  cudriver lock, on the driver's host-function thread, during a capture. So it is
+  never run there: it goes to a queue. So do explicit releases on the host-function
+  thread, on a thread capturing through cudriver (in a mode other than ``RELAXED``),
+  and while a ``GLOBAL``-mode capture is open anywhere. :func:`drain` runs the
+  queue on an ordinary thread: constructors, ``synchronize()``, ``close()`` and capture
+  ends call it, and so does interpreter exit.
+* **Never** in a forked child (the creating pid is recorded) or during interpreter
+  shutdown. A failing release becomes a :class:`~cudriver.CudaWarning`.
+
+Objects the state keeps alive (``keep``) are dropped only after the handle is
+released, so dependants are always destroyed before what they depend on (a Stream
+before its Context, a GraphExec before its Graph).
 """
 
 from __future__ import annotations
 
+import atexit
+import collections
 import os
 import sys
+import threading
 import warnings
 import weakref
 from collections.abc import Callable
@@ -22,17 +40,28 @@ from typing import Any, ClassVar, NoReturn
 from typing_extensions import Self
 
 from ._bindings import SUCCESS
-from .errors import ClosedError, CudaWarning, make_error
+from .errors import GUARD, ClosedError, CudaWarning, capturing_on_this_thread, make_error
 
-__all__ = ["Handle", "release_state"]
+__all__ = ["Handle", "Lease", "release_state", "drain", "deferred", "pending_releases"]
 
 Release = Callable[[Any], Any]
 
 
 class _State:
-    """What the finaliser needs; never refers back to the owning object."""
+    """What the release needs; never refers back to the owning object."""
 
-    __slots__ = ("func", "handle", "keep", "kind", "on_release", "pid", "release")
+    __slots__ = (
+        "closing",
+        "func",
+        "handle",
+        "keep",
+        "kind",
+        "leases",
+        "on_release",
+        "pid",
+        "release",
+        "used_on",
+    )
 
     def __init__(
         self,
@@ -50,16 +79,75 @@ class _State:
         self.kind = kind
         self.keep: tuple[Any, ...] | None = keep
         self.on_release = on_release
+        # ids of live leases (a set: add/discard are atomic under the GIL)
+        self.leases: set[int] = set()
+        self.closing = False
+        # int handles of streams other than the owner's where work using it was enqueued
+        self.used_on: set[int] = set()
 
 
-def release_state(state: _State) -> None:
-    """Release ``state``'s handle once; never raises (failures become warnings)."""
-    handle = state.handle
-    if handle is None:
+#: States whose release was deferred; see the module docstring.
+deferred: collections.deque[_State] = collections.deque()
+# Taken only to claim a state's handle (check and clear): never around a driver call,
+# and never by code that garbage collection can run.
+_claim_lock = threading.Lock()
+
+
+def _may_release_now() -> bool:
+    if GUARD.captures or (GUARD.armed and GUARD.in_host_function()):
+        return False
+    return not capturing_on_this_thread()
+
+
+def release_state(state: _State, *, collected: bool = False) -> None:
+    """Release ``state``'s handle once, now or later (see the module docstring).
+
+    ``collected`` says the call comes from garbage collection: it is then queued.
+    Never raises.
+    """
+    if state.handle is None:
         return
-    state.handle = None
-    release, state.release = state.release, None
-    on_release, state.on_release = state.on_release, None
+    if state.leases:
+        state.closing = True
+        return
+    if collected or not _may_release_now():
+        deferred.append(state)
+        return
+    _release(state)
+
+
+def _collected(state: _State) -> None:
+    release_state(state, collected=True)
+
+
+def drain() -> None:
+    """Run the deferred releases, if it is safe here; never raises."""
+    if not deferred or not _may_release_now():
+        return
+    while True:
+        try:
+            state = deferred.popleft()
+        except IndexError:
+            return
+        if state.leases:  # leased again before the queue was drained
+            state.closing = True
+            continue
+        _release(state)
+
+
+def pending_releases() -> int:
+    """How many releases wait in the queue (for leak tests)."""
+    return len(deferred)
+
+
+def _release(state: _State) -> None:
+    with _claim_lock:
+        handle = state.handle
+        if handle is None:
+            return
+        state.handle = None
+        release, state.release = state.release, None
+        on_release, state.on_release = state.on_release, None
     try:
         if release is not None and not sys.is_finalizing() and os.getpid() == state.pid:
             try:
@@ -69,7 +157,7 @@ def release_state(state: _State) -> None:
             else:
                 if r is not None and r[0] is not SUCCESS:
                     _warn(f"releasing a {state.kind} failed: {make_error(r[0], state.func)}")
-        if on_release is not None:
+        if on_release is not None and os.getpid() == state.pid:
             try:
                 on_release()
             except Exception as exc:
@@ -77,6 +165,33 @@ def release_state(state: _State) -> None:
     finally:
         # Dependencies go only after the handle: dependants are released first.
         state.keep = None
+
+
+@atexit.register
+def _drain_at_exit() -> None:
+    if not GUARD.forked:
+        drain()
+
+
+class Lease:
+    """Keeps a handle's release waiting while something can still use the handle.
+
+    Made by :meth:`Handle._lease`. When the last lease of a closed (or collected)
+    handle goes, its release is queued and runs at the next :func:`drain`.
+    """
+
+    __slots__ = ("__weakref__", "_state", "target")
+
+    def __init__(self, state: _State, target: Any) -> None:
+        self._state = state
+        self.target = target  # the leased object, for diagnostics and fences
+        state.leases.add(id(self))
+
+    def __del__(self) -> None:
+        st = self._state
+        st.leases.discard(id(self))
+        if not st.leases and st.closing and st.handle is not None:
+            deferred.append(st)
 
 
 def _warn(msg: str) -> None:
@@ -118,15 +233,20 @@ class Handle:
         owner: Any = None,
         keep: tuple[Any, ...] = (),
         on_release: Callable[[], None] | None = None,
+        used_on: set[int] | None = None,
     ) -> None:
         self._h = handle
         self._key = int(handle)
         self._owned = owned
         self._owner = owner
+        if deferred:
+            drain()
         state = _State(handle, release if owned else None, func, self._kind, keep, on_release)
+        if used_on is not None:
+            state.used_on = used_on
         self._state = state
-        fin = weakref.finalize(self, release_state, state)
-        fin.atexit = False  # no driver calls at interpreter exit: the driver cleans up
+        fin = weakref.finalize(self, _collected, state)
+        fin.atexit = False  # the exit drain releases what was queued; nothing else then
         self._finalizer = fin
 
     # -- life cycle ---------------------------------------------------------------
@@ -149,7 +269,16 @@ class Handle:
         if getattr(self, "_h", None) is None:
             return
         self._h = None
-        self._finalizer()
+        self._finalizer.detach()
+        release_state(self._state)
+        if deferred:
+            drain()
+
+    def _lease(self) -> Lease:
+        """A lease that keeps this handle's release waiting while it lives."""
+        if self._h is None:
+            self._raise_closed()
+        return Lease(self._state, self)
 
     def __enter__(self) -> Self:
         self._closed_check()

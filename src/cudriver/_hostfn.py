@@ -44,6 +44,7 @@ import atexit
 import ctypes
 import functools
 import itertools
+import os
 import sys
 import threading
 import traceback
@@ -55,7 +56,7 @@ from cuda.bindings import driver as _drv
 
 from . import _bindings, capture
 from ._bindings import SUCCESS
-from .errors import HostCallbackError, error_for
+from .errors import GUARD, HostCallbackError, error_for
 
 __all__ = [
     "HostFuncRecord",
@@ -165,6 +166,13 @@ class HostFuncRecord:
 
 
 def _fn_name(fn: Any) -> str:
+    try:
+        return _qualified_name(fn)
+    except BaseException:
+        return f"<{type(fn).__name__} object>"
+
+
+def _qualified_name(fn: Any) -> str:
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
     if not isinstance(name, str):
         return repr(fn)
@@ -195,10 +203,13 @@ def _run(key: int) -> None:
                     rec._launches -= 1
                     if not rec._launches:
                         _holds.pop(key, None)
+    GUARD.enter_host_function()
     try:
         rec.fn(*rec.args, **rec.kwargs)
     except BaseException as exc:
         _store(rec, exc)
+    finally:
+        GUARD.leave_host_function()
 
 
 def _trampoline(user_data: int | None) -> None:
@@ -223,6 +234,8 @@ def launch(
     h: Any, stream_key: int, ctx_key: int, fn: Callable[..., Any], args: Any, kwargs: Any
 ) -> HostFuncRecord:
     """Register ``fn(*args, **kwargs)`` and enqueue it on stream ``h`` (``cuLaunchHostFunc``)."""
+    if GUARD.armed:
+        GUARD.check()
     call = _bindings.launch_host_func()
     key = next(_keys)
     rec = HostFuncRecord(key, fn, args, kwargs, stream_key, ctx_key)
@@ -272,9 +285,20 @@ def _store(rec: HostFuncRecord, exc: BaseException) -> None:
         _report([(rec.ctx_key, rec.fn, exc)], f"stream {k:#x} was closed before it ran")
 
 
+def _describe(exc: BaseException) -> str:
+    """``str(exc)``, or what can be said of it when its ``__str__`` itself fails."""
+    try:
+        return str(exc)
+    except BaseException:
+        try:
+            return f"<{type(exc).__name__} whose __str__ failed: {object.__repr__(exc)}>"
+        except BaseException:
+            return "<an exception whose __str__ failed>"
+
+
 def _error(errs: list[_Err]) -> HostCallbackError:
     _ctx, fn, first = errs[0]
-    msg = f"host function {_fn_name(fn)} raised {type(first).__name__}: {first}"
+    msg = f"host function {_fn_name(fn)} raised {type(first).__name__}: {_describe(first)}"
     if len(errs) > 1:
         n = len(errs) - 1
         msg += f" (and {n} more host-function error{'s' if n > 1 else ''}: see .errors)"
@@ -412,6 +436,17 @@ def _unraisable(exc: BaseException, msg: str, obj: Any) -> None:
             traceback.print_exception(type(exc), exc, exc.__traceback__)
         except BaseException:
             pass
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: the parent's host functions and their errors are not ours."""
+    global _lock
+    _lock = threading.Lock()  # the parent's may have been held at the fork
+    for registry in (PENDING, _eager, _captured, _holds, _forever, _dead):
+        registry.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 @atexit.register

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import threading
-
 from cuda.bindings import driver as _drv
 
-from .errors import checked
+from .errors import GUARD, checked
 
 __all__ = ["init", "driver_version", "is_initialized"]
 
-_cuInit = checked(_drv.cuInit)
 _cuDriverGetVersion = checked(_drv.cuDriverGetVersion)
-
-_lock = threading.Lock()
-_initialized = False
 
 
 def init() -> None:
     """Initialise the driver API (``cuInit(0)``) once per process; idempotent.
 
-    Cheap after the first call (a flag test). Does not synchronise or allocate.
+    Cheap after the first call (a flag test). Does not synchronise or allocate. Every
+    cudriver call that needs the driver initialises it first, so calling this is
+    needed only to surface a missing driver early.
 
     Raises
     ------
@@ -29,18 +25,13 @@ def init() -> None:
     NoDeviceError
         A driver is present but sees no CUDA device.
     """
-    global _initialized
-    if _initialized:
-        return
-    with _lock:
-        if not _initialized:  # another thread may have won the race
-            _cuInit(0)
-            _initialized = True
+    if not GUARD.initialized:
+        GUARD.initialize()
 
 
 def is_initialized() -> bool:
     """Whether :func:`init` has succeeded in this process."""
-    return _initialized
+    return GUARD.initialized
 
 
 def driver_version() -> tuple[int, int]:

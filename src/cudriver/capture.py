@@ -19,7 +19,7 @@ When no capture is active in the process, :func:`keep` costs one dict test.
 
 from __future__ import annotations
 
-import threading
+import weakref
 from typing import Any
 
 from cuda.bindings import driver as _drv
@@ -27,25 +27,30 @@ from cuda.bindings import driver as _drv
 from . import _bindings
 from ._bindings import SUCCESS
 from ._enums import CaptureMode, CaptureStatus
-from .errors import StreamCaptureError, error_for, watch_capture_violations
+from ._handle import Handle, drain
+from .errors import GUARD, StreamCaptureError, error_for, watch_capture_violations
 
 __all__ = [
     "CaptureMode",
     "CaptureStatus",
     "CaptureSession",
     "ACTIVE",
+    "ORPHANED",
+    "is_open",
     "capture_id",
     "keep",
     "begin",
     "end",
     "abort",
     "info",
+    "destroy_stream",
 ]
 
 _cuStreamBeginCapture = _drv.cuStreamBeginCapture
 _cuStreamEndCapture = _drv.cuStreamEndCapture
 _cuGraphDestroy = _drv.cuGraphDestroy
 _ACTIVE_STATUS = _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
+_NOT_CAPTURING = _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 _R = _drv.CUresult
 
 
@@ -57,32 +62,87 @@ class CaptureSession:
     id : int
         The driver's capture id.
     keep : list
-        Objects the captured work refers to; they move into the Graph.
+        Objects the captured work refers to, and leases on the handles among them;
+        they move into the Graph.
     violation : str or None
         The first cudriver call on the capturing thread that failed with a capture
         error, e.g. ``"cuStreamSynchronize (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)"``.
+    closed : bool
+        Whether the session was ended (or abandoned).
     """
 
-    __slots__ = ("_stop_watching", "id", "keep", "violation")
+    __slots__ = (
+        "__weakref__",
+        "_on_owner_gone",
+        "_stop_watching",
+        "closed",
+        "id",
+        "keep",
+        "mode",
+        "restrictive",
+        "violation",
+    )
 
-    def __init__(self, cid: int) -> None:
+    def __init__(self, cid: int, mode: CaptureMode) -> None:
         self.id = cid
+        self.mode = mode
+        self.restrictive = mode is not CaptureMode.RELAXED
         self.keep: list[Any] = []
         self.violation: str | None = None
+        self.closed = False
+        self._on_owner_gone: weakref.finalize[Any, Any] | None = None
         self._stop_watching = watch_capture_violations(self)
+        if mode is CaptureMode.GLOBAL:
+            GUARD.captures.add(id(self))
 
-    def close(self) -> list[Any]:
-        """Unregister the session and return its keep list."""
-        self._stop_watching()
-        with _lock:
+    def close_with(self, owner: object) -> None:
+        """Close the session (without running releases) if ``owner`` is collected first."""
+        fin = weakref.finalize(owner, _abandon, weakref.ref(self))
+        fin.atexit = False
+        self._on_owner_gone = fin
+
+    def close(self, drain_releases: bool = True) -> list[Any]:
+        """Unregister the session and return its keep list; idempotent.
+
+        Takes no lock, so garbage collection may call it (with ``drain_releases``
+        False); otherwise it also runs the releases that waited for the capture to end.
+        """
+        if not self.closed:
+            self.closed = True
+            fin, self._on_owner_gone = self._on_owner_gone, None
+            if fin is not None:
+                fin.detach()
+            self._stop_watching()
             if ACTIVE.get(self.id) is self:
-                del ACTIVE[self.id]
+                ACTIVE.pop(self.id, None)
+            GUARD.captures.discard(id(self))
+        if drain_releases:
+            drain()
         return self.keep
+
+    def add(self, objs: tuple[Any, ...]) -> None:
+        """Keep ``objs`` (and a lease on each handle among them, or in a tuple of them)."""
+        keep = self.keep
+        for o in objs:
+            keep.append(o)
+            if isinstance(o, Handle):
+                if o._h is not None:
+                    keep.append(o._lease())
+            elif type(o) is tuple:
+                keep.extend(a._lease() for a in o if isinstance(a, Handle) and a._h is not None)
+
+
+def _abandon(ref: weakref.ref[CaptureSession]) -> None:
+    session = ref()
+    if session is not None:
+        session.close(drain_releases=False)
 
 
 #: capture id -> session, for captures begun through cudriver and not yet ended.
 ACTIVE: dict[int, CaptureSession] = {}
-_lock = threading.Lock()
+#: Keep lists of captures ended behind cudriver's back (a raw ``cuStreamEndCapture``):
+#: the graph they went into is unknown to us, so what they keep lives until exit.
+ORPHANED: list[list[Any]] = []
 
 
 def info(stream_h: Any) -> _bindings.CaptureInfo:
@@ -110,11 +170,13 @@ def keep(stream_h: Any, *objs: Any) -> None:
         return
     session = ACTIVE.get(cid)
     if session is not None:
-        session.keep.extend(objs)
+        session.add(objs)
 
 
 def begin(stream_h: Any, mode: CaptureMode | int | None) -> CaptureSession:
     """Begin capturing on ``stream_h`` (``cuStreamBeginCapture``) and register a session."""
+    if GUARD.armed:
+        GUARD.check()
     m = CaptureMode.THREAD_LOCAL if mode is None else CaptureMode(mode)
     r = _cuStreamBeginCapture(stream_h, _drv.CUstreamCaptureMode(int(m)))
     if r[0] is not SUCCESS:
@@ -124,20 +186,39 @@ def begin(stream_h: Any, mode: CaptureMode | int | None) -> CaptureSession:
         raise StreamCaptureError(
             _R.CUDA_ERROR_ILLEGAL_STATE, "cuStreamGetCaptureInfo", "no capture"
         )
-    session = CaptureSession(cid)
-    with _lock:
-        ACTIVE[cid] = session
+    session = CaptureSession(cid, m)
+    ACTIVE[cid] = session
     return session
 
 
+def is_open(stream_h: Any, session: CaptureSession) -> bool:
+    """Whether ``session`` is still the capture running on ``stream_h``.
+
+    A session whose capture was ended behind cudriver's back (a raw
+    ``cuStreamEndCapture``) is closed here, its keep list moved to :data:`ORPHANED`.
+    """
+    if session.closed:
+        return False
+    if capture_id(stream_h) == session.id:
+        return True
+    ORPHANED.append(session.close())
+    return False
+
+
 def _end_raw(stream_h: Any, session: CaptureSession | None) -> tuple[Any, Any, list[Any]]:
+    if GUARD.armed:
+        GUARD.check()
     r = _cuStreamEndCapture(stream_h)
-    kept = session.close() if session is not None else []
     status = r[0]
     g = r[1] if len(r) > 1 else None
     if status is not SUCCESS and g is not None and int(g) != 0:
         _cuGraphDestroy(g)
         g = None
+    kept: list[Any] = []
+    # A refused end (e.g. from another thread than the one that began a thread-local
+    # capture) leaves the capture running: then its bookkeeping stays.
+    if session is not None and (status is SUCCESS or capture_id(stream_h) != session.id):
+        kept = session.close()
     return status, g, kept
 
 
@@ -160,6 +241,17 @@ def abort(stream_h: Any, session: CaptureSession | None) -> None:
     status, g, _kept = _end_raw(stream_h, session)
     if status is SUCCESS and g is not None and int(g) != 0:
         _cuGraphDestroy(g)
+
+
+def destroy_stream(h: Any) -> Any:
+    """The release of an owned stream: end a capture left open on it, then destroy it.
+
+    Returns ``cuStreamDestroy``'s status tuple; raises nothing of its own.
+    """
+    r = _drv.cuStreamIsCapturing(h)
+    if r[0] is SUCCESS and r[1] != _NOT_CAPTURING:
+        abort(h, None)
+    return _drv.cuStreamDestroy(h)
 
 
 def _detail(code: int, violation: str | None) -> str | None:

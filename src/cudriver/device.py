@@ -15,18 +15,20 @@ from __future__ import annotations
 import operator
 import threading
 import uuid as _uuid
+import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple, SupportsInt
 
 from cuda.bindings import driver as _drv
 from typing_extensions import Self
 
-from . import _bindings, _hostfn
+from . import _bindings, _handle, _hostfn
 from ._bindings import SUCCESS
+from ._coerce import handle_arg, int_arg, uint_arg
 from ._enums import ContextFlags, DeviceAttribute, Limit
 from ._handle import Handle
 from ._init import init
-from .errors import InvalidDeviceError, NotSupportedError, checked, error_for
+from .errors import GUARD, InvalidDeviceError, NotSupportedError, checked, error_for
 
 __all__ = [
     "ComputeCapability",
@@ -105,6 +107,8 @@ def enter_context(ctx_h: Any, key: int) -> bool:
     Returns True when it was pushed (``cuCtxPushCurrent``): then call
     :func:`leave_context` with that result when done.
     """
+    if GUARD.armed:
+        GUARD.check()
     r = _cuCtxGetCurrent()
     if r[0] is SUCCESS and r[1] is not None and int(r[1]) == key:
         return False
@@ -177,6 +181,12 @@ class Device:
         dev = cls._cache.get(ordinal)
         if dev is not None:
             return dev
+        if ordinal < 0:
+            raise InvalidDeviceError(
+                _drv.CUresult.CUDA_ERROR_INVALID_DEVICE,
+                "cuDeviceGet",
+                f"device ordinal {ordinal} is out of range: ordinals are >= 0",
+            )
         init()
         n = cls.count()
         if not 0 <= ordinal < n:
@@ -272,7 +282,7 @@ class Device:
         attr
             A :class:`DeviceAttribute`, a ``CUdevice_attribute`` member or its int value.
         """
-        key = int(attr)
+        key = attr if type(attr) is int else int_arg(attr, "attr")
         v = self._attrs.get(key)
         if v is None:
             v = self._attrs[key] = int(_cuDeviceGetAttribute(_attr_value(key), self._h))
@@ -335,6 +345,8 @@ class Context(Handle):
         self = object.__new__(cls)
         self._device = device
         self._primary = primary
+        if owned and not primary:
+            _owned[int(h)] = self
         if primary and owned:
             assert device is not None
             cudev = device.handle
@@ -367,7 +379,8 @@ class Context(Handle):
         :meth:`set_current` to make it current. Allocates device resources.
         """
         dev = Device(device) if not isinstance(device, Device) else device
-        ctx = cls._new(_cuCtxCreate(int(flags), dev.handle), dev, primary=False, owned=True)
+        f = uint_arg(flags, "flags", 32)
+        ctx = cls._new(_cuCtxCreate(f, dev.handle), dev, primary=False, owned=True)
         try:
             _cuCtxPop()
         except BaseException:  # pragma: no cover - the driver just pushed it
@@ -381,9 +394,7 @@ class Context(Handle):
 
         ``owner`` is kept alive as long as the returned object.
         """
-        h = handle if isinstance(handle, _drv.CUcontext) else _drv.CUcontext(int(handle))
-        if int(h) == _NULL:
-            raise ValueError("cannot wrap a NULL context handle")
+        h = handle_arg(handle, _drv.CUcontext, "context handle")
         return cls._new(h, None, primary=False, owned=False, owner=owner)
 
     @classmethod
@@ -467,6 +478,8 @@ class Context(Handle):
         """
         with self._scope():
             _cuCtxSynchronize()
+        if _handle.deferred:
+            _handle.drain()
         if _hostfn.PENDING:
             # re-raise errors of host functions that ran on this context's streams
             _hostfn.after_context_sync(self._key)
@@ -480,11 +493,10 @@ class Context(Handle):
 
     def set_limit(self, limit: Limit | int, value: int) -> None:
         """Set a context limit (``cuCtxSetLimit``); may allocate device memory."""
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"limit value must be a non-negative int, not {value!r}")
+        v = uint_arg(value, "limit value")
         lim = _limit(limit)
         with self._scope():
-            _cuCtxSetLimit(lim, value)
+            _cuCtxSetLimit(lim, v)
 
     @property
     def stack_size(self) -> int:
@@ -564,33 +576,72 @@ def context_arg(context: object) -> Context | None:
 
 
 _thread_current = threading.local()
-#: Borrowed wrappers of contexts seen current, by handle value: made once, so finding
-#: the current context costs one driver call and a dict lookup. Forgotten when an
-#: owned Context of the same handle is closed (the handle may then be reused).
+#: Owned Context objects of created contexts, by handle value (weak): the current
+#: context's owning object, so that objects made under ``with ctx:`` keep it alive.
+_owned: weakref.WeakValueDictionary[int, Context] = weakref.WeakValueDictionary()
+#: Primary contexts that cudriver found current (or made current for a thread that
+#: had none), each retained once by cudriver, like the runtime API does, until exit:
+#: what objects made in them hold, so no user ``close()`` can reset them under them.
+_adopted: dict[int, Context] = {}
+#: Borrowed wrappers of foreign contexts seen current (neither created through
+#: cudriver nor primary), by handle value: cudriver cannot keep those alive.
 _borrowed: dict[int, Context] = {}
-_default_lock = threading.Lock()
-_default: Context | None = None
+_adopt_lock = threading.Lock()
+
+
+def _adopt(h: Any, key: int) -> Context:
+    """The Context that keeps the current context ``h`` alive, or a borrowed wrapper."""
+    with _adopt_lock:
+        ctx = _adopted.get(key)
+        if ctx is not None:
+            return ctx
+        dev = Device(int(_cuCtxGetDevice()))
+        primary = _cuDevicePrimaryCtxRetain(dev._h)
+        if int(primary) == key:
+            ctx = _adopted[key] = Context._new(primary, dev, primary=True, owned=True)
+            return ctx
+        _drv.cuDevicePrimaryCtxRelease(dev._h)  # not the primary context: give it back
+    ctx = _borrowed.get(key)
+    if ctx is None or ctx._h is None:
+        ctx = _borrowed[key] = Context._new(h, None, primary=False, owned=False)
+    return ctx
+
+
+def _make_default_current() -> Context:
+    dev = Device(0)
+    h = _cuDevicePrimaryCtxRetain(dev._h)
+    key = int(h)
+    with _adopt_lock:
+        ctx = _adopted.get(key)
+        if ctx is None:
+            ctx = _adopted[key] = Context._new(h, dev, primary=True, owned=True)
+        else:
+            _drv.cuDevicePrimaryCtxRelease(dev._h)  # one retain is kept already
+    _cuCtxSetCurrent(h)
+    return ctx
 
 
 def current_or_default() -> Context:
-    """The current context; if none, device 0's primary context, made current.
+    """The current context's owning object; with none current, device 0's primary one.
 
-    Like the CUDA runtime API, a thread with no current context gets device 0's
-    primary context (retained once per process and kept until exit).
+    For a primary context, that is cudriver's own retain of it (taken once, kept until
+    exit); for a context made by :meth:`Context.create`, its Context object; for a
+    foreign context, a borrowed wrapper. Like the CUDA runtime API, a thread with no
+    current context gets device 0's primary context, made current.
     """
-    global _default
+    if GUARD.armed:
+        GUARD.check()
     init()
     r = _cuCtxGetCurrent()
     if r[0] is not SUCCESS:
         raise error_for(r[0], _cuCtxGetCurrent)
     key = int(r[1])
-    if key != _NULL:
-        ctx = _borrowed.get(key)
-        if ctx is None or ctx._h is None:
-            ctx = _borrowed[key] = Context._new(r[1], None, primary=False, owned=False)
+    if key == _NULL:
+        return _make_default_current()
+    ctx = _adopted.get(key)
+    if ctx is not None:
         return ctx
-    with _default_lock:
-        if _default is None:
-            _default = Device(0).primary_context()
-    _default.set_current()
-    return _default
+    ctx = _owned.get(key)
+    if ctx is not None and ctx._h is not None:
+        return ctx
+    return _adopt(r[1], key)

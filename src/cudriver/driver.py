@@ -11,25 +11,120 @@ returns its outputs (None, one value, or a tuple) and raises
 
 Types, enums and constants pass through unchanged. cudriver objects go wherever a
 raw handle goes, because they convert to the handle's integer value.
+
+Functions treated specially
+---------------------------
+
+``cuLaunchHostFunc(hStream, fn, userData)``
+    The bindings' version frees its callback wrapper after the first call, so a host
+    node captured through it crashes the process on the second replay. The mirror
+    calls ``cuLaunchHostFunc`` of ``libcuda`` itself: a C function pointer ``fn``
+    (a ``CUhostFn``, a ctypes function or an int address) is passed to the driver as
+    it is, with ``userData`` (None, an int address or a ``ctypes.c_void_p``), exactly
+    as in C: keep the function alive as long as any graph holding it. A Python
+    callable ``fn`` goes through cudriver's trampoline, like
+    :meth:`cudriver.Stream.launch_host_func`: it is called as ``fn(userData)``, kept
+    alive by cudriver, and safe to capture; its exceptions are re-raised by the next
+    ``cudriver.Stream.synchronize()`` of that stream or ``Context.synchronize()``.
+``cuLaunchHostFunc_v2``
+    Refused with :class:`~cudriver.NotSupportedError` (same wrapper); use
+    ``cuLaunchHostFunc``.
+
+Every mirror function raises :class:`~cudriver.NotPermittedError` instead of calling
+the driver inside a host function or in a forked child.
 """
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from typing import Any
 
 from cuda.bindings import driver as _raw
 
-from .errors import checked
+from . import _bindings, _hostfn
+from ._coerce import stream_handle
+from .errors import GUARD, NotSupportedError, checked, error_for
+
+__all__ = ["cuLaunchHostFunc"]
 
 _cache: dict[str, Any] = {}
 _lock = threading.Lock()
+_cuStreamGetCtx = checked(_raw.cuStreamGetCtx)
+_cuCtxGetCurrent = checked(_raw.cuCtxGetCurrent)
+# The base class of ctypes function pointers (CFUNCTYPE instances); not public in ctypes.
+_CFuncPtr: Any = ctypes.CFUNCTYPE(None).__mro__[1]
+
+
+def _address(value: Any, what: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be an address, not bool")
+    if isinstance(value, int):
+        a = value
+    elif isinstance(value, ctypes.c_void_p):
+        a = value.value or 0
+    elif isinstance(value, _raw.CUhostFn):
+        a = int(value)
+    elif isinstance(value, _CFuncPtr):
+        a = ctypes.cast(value, ctypes.c_void_p).value or 0
+    else:
+        raise TypeError(
+            f"{what} must be None, an int address or a ctypes pointer, not {type(value).__name__}"
+        )
+    if not 0 <= a < 1 << 64:
+        raise ValueError(f"{what} {a:#x} is not a 64-bit address")
+    return a
+
+
+def cuLaunchHostFunc(hStream: Any, fn: Any, userData: Any) -> None:
+    """``cuLaunchHostFunc``, safe to capture (see the module docstring).
+
+    Returns None; raises :class:`~cudriver.CudaError` when the driver refuses.
+    """
+    h = stream_handle(hStream)
+    if callable(fn) and not isinstance(fn, (_raw.CUhostFn, _CFuncPtr)):
+        if GUARD.armed:
+            GUARD.check()
+        ctx = _cuStreamGetCtx(h) if int(h) not in (0, 1, 2) else _cuCtxGetCurrent()
+        _hostfn.launch(h, int(h), int(ctx), fn, (userData,), {})
+        return
+    fn_addr = _address(fn, "fn")
+    if fn_addr == 0:
+        raise ValueError("fn is a NULL function pointer")
+    data = _address(userData, "userData")
+    if GUARD.armed:
+        GUARD.check()
+    call = _bindings.launch_host_func()
+    code = call(int(h), fn_addr, data)
+    if code:
+        raise error_for(code, call)
+
+
+def _refuse_v2(*args: Any, **kwargs: Any) -> None:
+    raise NotSupportedError(
+        _raw.CUresult.CUDA_ERROR_NOT_SUPPORTED,
+        "cuLaunchHostFunc_v2",
+        "the bindings free its callback wrapper after the first call, so a captured "
+        "host node would crash on replay: use cudriver.driver.cuLaunchHostFunc or "
+        "cudriver.Stream.launch_host_func",
+    )
+
+
+_SPECIAL: dict[str, Any] = {
+    "cuLaunchHostFunc": cuLaunchHostFunc,
+    "cuLaunchHostFunc_v2": _refuse_v2,
+}
 
 
 def __getattr__(name: str) -> Any:
     fn = _cache.get(name)
     if fn is not None:
         return fn
+    special = _SPECIAL.get(name)
+    if special is not None:
+        return special
     try:
         obj = getattr(_raw, name)
     except AttributeError:

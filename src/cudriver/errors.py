@@ -15,6 +15,7 @@ from.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
@@ -39,6 +40,7 @@ __all__ = [
     "NotFoundError",
     "StreamCaptureError",
     "LaunchError",
+    "LaunchConfigError",
     "InvalidImageError",
     "GraphUpdateError",
     "HostCallbackError",
@@ -49,6 +51,9 @@ __all__ = [
     "error_for",
     "make_error",
     "watch_capture_violations",
+    "capturing_on_this_thread",
+    "GUARD",
+    "CallGuard",
 ]
 
 _SUCCESS = _drv.CUresult.CUDA_SUCCESS
@@ -182,6 +187,15 @@ class LaunchError(CudaError):
     """
 
 
+class LaunchConfigError(CudaError, ValueError):
+    """The launch asked for more than the kernel or device allows; nothing ran.
+
+    ``CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`` (too many threads or registers per block,
+    too much shared memory) and ``CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE``. Unlike
+    :class:`LaunchError`, these are not sticky: the context stays usable.
+    """
+
+
 class InvalidImageError(CudaError, ValueError):
     """The module image (PTX, cubin or fatbin) is malformed or built for another GPU."""
 
@@ -302,13 +316,16 @@ _register(
     "CUDA_ERROR_ILLEGAL_ADDRESS",
     "CUDA_ERROR_LAUNCH_FAILED",
     "CUDA_ERROR_LAUNCH_TIMEOUT",
-    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
     "CUDA_ERROR_ASSERT",
     "CUDA_ERROR_HARDWARE_STACK_ERROR",
     "CUDA_ERROR_ILLEGAL_INSTRUCTION",
     "CUDA_ERROR_MISALIGNED_ADDRESS",
     "CUDA_ERROR_INVALID_ADDRESS_SPACE",
     "CUDA_ERROR_INVALID_PC",
+)
+_register(
+    LaunchConfigError,
+    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
     "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
 )
 _register(
@@ -363,10 +380,121 @@ def _describe(code: int) -> tuple[str, str]:
     return name, desc
 
 
+class CallGuard:
+    """Whether cudriver may call the driver now, and what must happen first.
+
+    :attr:`armed` is the one flag the hot paths test (``if GUARD.armed:
+    GUARD.check()``). It is set until the driver is initialised, in a forked child,
+    and while any host function runs; only then does :meth:`check` look closer:
+
+    * in a forked child, every call raises :class:`NotPermittedError`;
+    * on a thread running a host function, every call raises
+      :class:`NotPermittedError` (the driver forbids CUDA calls there, and
+      synchronising the function's own stream would deadlock);
+    * before the driver is initialised, :meth:`check` initialises it
+      (``cuInit(0)``), so a missing driver is reported as
+      :class:`DriverNotFoundError` whatever the first call is.
+
+    :attr:`captures` holds the ids of the ``GLOBAL``-mode captures begun through
+    cudriver and not yet ended: they forbid unsafe calls on every thread, so releases
+    wait while it is not empty (other captures hold releases back only on their own
+    thread; see :func:`capturing_on_this_thread`).
+    """
+
+    __slots__ = ("_local", "_lock", "armed", "captures", "forked", "initialized", "running")
+
+    def __init__(self) -> None:
+        self.armed = True  # until the driver is initialised
+        self.initialized = False
+        self.forked = False
+        self.running = 0
+        # ids of open GLOBAL-mode capture sessions (add/discard are atomic under the GIL)
+        self.captures: set[int] = set()
+        self._local = threading.local()
+        self._lock = threading.Lock()
+
+    def check_calls(self) -> None:
+        """Raise :class:`NotPermittedError` when no driver call may be made here."""
+        if self.forked:
+            raise NotPermittedError(
+                _drv.CUresult.CUDA_ERROR_NOT_PERMITTED,
+                "cudriver",
+                "CUDA cannot be used in a process forked from one that had initialised it; "
+                "start worker processes with the 'spawn' or 'forkserver' method",
+            )
+        if getattr(self._local, "inside", False):
+            raise NotPermittedError(
+                _drv.CUresult.CUDA_ERROR_NOT_PERMITTED,
+                "cudriver",
+                "CUDA calls are not allowed inside a host function (the driver forbids "
+                "them, and synchronising the host function's own stream would deadlock)",
+            )
+
+    def check(self) -> None:
+        """:meth:`check_calls`, then initialise the driver if that was not done yet."""
+        self.check_calls()
+        if not self.initialized:
+            self.initialize()
+
+    def initialize(self) -> None:
+        """Call ``cuInit(0)`` once per process (``cudriver.init()``)."""
+        with self._lock:
+            if self.initialized:
+                return
+            try:
+                r = _drv.cuInit(0)
+            except Exception as exc:
+                if _is_missing_driver(exc):
+                    raise DriverNotFoundError(str(exc)) from None
+                raise
+            if r[0] is not _SUCCESS:
+                raise error_for(r[0], _drv.cuInit)
+            self.initialized = True
+            self._rearm()
+
+    def _rearm(self) -> None:
+        # Caller holds _lock.
+        self.armed = self.forked or self.running > 0 or not self.initialized
+
+    def in_host_function(self) -> bool:
+        """Whether the calling thread is running a host function."""
+        return bool(getattr(self._local, "inside", False))
+
+    def enter_host_function(self) -> None:
+        """Mark the calling (driver) thread as running a host function."""
+        self._local.inside = True
+        with self._lock:
+            self.running += 1
+            self.armed = True
+
+    def leave_host_function(self) -> None:
+        """Undo :meth:`enter_host_function`."""
+        self._local.inside = False
+        with self._lock:
+            self.running -= 1
+            self._rearm()
+
+    def after_fork_in_child(self) -> None:
+        """Refuse every driver call from now on (registered with ``os.register_at_fork``)."""
+        self._lock = threading.Lock()  # the parent's may have been held at the fork
+        self.forked = True
+        self.armed = True
+
+
+#: The process's call guard; see :class:`CallGuard`.
+GUARD = CallGuard()
+os.register_at_fork(after_in_child=GUARD.after_fork_in_child)
+
+
 class CaptureViolationWatcher(Protocol):
-    """What :func:`make_error` tells about capture errors: a capture's bookkeeping."""
+    """What :func:`make_error` tells about capture errors: a capture's bookkeeping.
+
+    ``restrictive`` says whether the capture forbids unsafe calls on its thread (every
+    mode but ``RELAXED``).
+    """
 
     violation: str | None
+    restrictive: bool
 
 
 class _Watchers(threading.local):
@@ -395,6 +523,11 @@ def watch_capture_violations(watcher: CaptureViolationWatcher) -> Callable[[], N
             pass
 
     return stop
+
+
+def capturing_on_this_thread() -> bool:
+    """Whether a capture begun through cudriver on this thread forbids unsafe calls here."""
+    return any(w.restrictive for w in _watchers.items)
 
 
 def make_error(code: Any, func: str, detail: str | None = None) -> CudaError:
@@ -495,6 +628,8 @@ def checked(
         ok_codes = frozenset(int(c) for c in ok)
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if GUARD.armed:
+                GUARD.check_calls()
             try:
                 r = f(*args, **kwargs)
             except Exception as exc:

@@ -6,12 +6,12 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings
+from . import _bindings, _handle
 from ._bindings import SUCCESS
-from ._coerce import StreamLike, stream_handle
+from ._coerce import StreamLike, bool_arg, handle_arg, stream_handle
 from ._handle import Handle
 from .device import Context, context_arg, current_or_default
-from .errors import checked, error_for
+from .errors import GUARD, checked, error_for
 
 __all__ = ["Event"]
 
@@ -60,6 +60,9 @@ class Event(Handle):
         interprocess: bool = False,
         context: Context | None = None,
     ) -> None:
+        timing = bool_arg(timing, "timing")
+        blocking = bool_arg(blocking, "blocking")
+        interprocess = bool_arg(interprocess, "interprocess")
         if interprocess and timing:
             raise ValueError("an interprocess event cannot record timing: pass timing=False")
         flags = 0
@@ -80,9 +83,8 @@ class Event(Handle):
     @classmethod
     def from_handle(cls, handle: Any, owner: Any = None, *, timing: bool = False) -> Event:
         """Wrap a foreign ``CUevent`` (or int) without owning it."""
-        h = handle if isinstance(handle, _drv.CUevent) else _drv.CUevent(int(handle))
-        if int(h) == 0:
-            raise ValueError("cannot wrap a NULL event handle")
+        h = handle_arg(handle, _drv.CUevent, "event handle")
+        timing = bool_arg(timing, "timing")
         self = object.__new__(cls)
         self._context = current_or_default()
         self._timing = timing
@@ -106,6 +108,8 @@ class Event(Handle):
         ``stream`` is a :class:`~cudriver.Stream`, any ``__cuda_stream__`` object, a
         ``CUstream`` or an int; None is the legacy default stream. Does not block.
         """
+        if GUARD.armed:
+            GUARD.check()
         h = self._h
         if h is None:
             self._raise_closed()
@@ -116,6 +120,8 @@ class Event(Handle):
 
     def query(self) -> bool:
         """Whether the work before the last record has completed (``cuEventQuery``)."""
+        if GUARD.armed:
+            GUARD.check()
         h = self._h
         if h is None:
             self._raise_closed()
@@ -129,12 +135,16 @@ class Event(Handle):
 
     def synchronize(self) -> None:
         """Block until the recorded work has completed (``cuEventSynchronize``)."""
+        if GUARD.armed:
+            GUARD.check()
         h = self._h
         if h is None:
             self._raise_closed()
         r = _cuEventSynchronize(h)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventSynchronize)
+        if _handle.deferred:
+            _handle.drain()
 
     def elapsed_ms(self, later: Event) -> float:
         """Milliseconds between this event and ``later`` (``cuEventElapsedTime``).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from typing import Any, NoReturn
@@ -10,11 +11,11 @@ from cuda.bindings import driver as _drv
 
 from . import _bindings, capture
 from ._bindings import SUCCESS
-from ._coerce import StreamLike, stream_handle
-from ._handle import Handle
+from ._coerce import DeviceMemory, StreamLike, bool_arg, handle_arg, stream_handle
+from ._handle import Handle, Lease
 from ._hostfn import HostFuncRecord
 from .device import Context, context_arg, current_or_default
-from .errors import ClosedError, GraphUpdateError, checked, error_for
+from .errors import GUARD, ClosedError, GraphUpdateError, checked, error_for
 
 __all__ = ["Graph", "GraphExec"]
 
@@ -93,15 +94,22 @@ class Graph(Handle):
     @classmethod
     def from_handle(cls, handle: Any, owner: Any = None) -> Graph:
         """Wrap a foreign ``CUgraph`` (or int) without owning it."""
-        h = handle if isinstance(handle, _drv.CUgraph) else _drv.CUgraph(int(handle))
-        if int(h) == 0:
-            raise ValueError("cannot wrap a NULL graph handle")
+        h = handle_arg(handle, _drv.CUgraph, "graph handle")
         self = object.__new__(cls)
         self._keep = []
         self._context = None
         self._pending_capture = False
         self._init_handle(h, release=None, func="cuGraphDestroy", owned=False, owner=owner)
         return self
+
+    def close(self) -> None:
+        """Destroy the graph (``cuGraphDestroy``); idempotent.
+
+        What the graph kept alive for its captured work is let go; executable graphs
+        made from it keep their own reference to it.
+        """
+        super().close()
+        self._keep = []
 
     def _raise_closed(self) -> NoReturn:
         if getattr(self, "_pending_capture", False):
@@ -170,6 +178,9 @@ class Graph(Handle):
         Allocates device resources; does not synchronise.
         """
         h = self.handle
+        auto_free_on_launch = bool_arg(auto_free_on_launch, "auto_free_on_launch")
+        device_launch = bool_arg(device_launch, "device_launch")
+        use_node_priority = bool_arg(use_node_priority, "use_node_priority")
         flags = 0
         if auto_free_on_launch:
             flags |= int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
@@ -204,13 +215,14 @@ class GraphExec(Handle):
     touch freed memory, also after the :class:`Graph` is closed.
     """
 
-    __slots__ = ("_context", "_host_records", "_keeps")
+    __slots__ = ("_context", "_host_records", "_keeps", "_streams")
 
     _kind = "GraphExec"
 
     _keeps: list[list[Any]]
     _context: Context | None
     _host_records: list[Any]
+    _streams: set[int] | None
 
     def __init__(self) -> None:
         raise TypeError("use Graph.instantiate()")
@@ -218,14 +230,21 @@ class GraphExec(Handle):
     @classmethod
     def _new(cls, h: Any, graph: Graph) -> GraphExec:
         self = object.__new__(cls)
-        self._keeps = [graph._keep]
+        keeps = [graph._keep]
+        self._keeps = keeps
         self._context = graph._context
         self._host_records = _host_records(graph._keep)
+        # The streams it was launched on, tracked only when it uses stream-ordered
+        # memory: freeing that memory is then ordered after those launches.
+        streams: set[int] = set()
+        self._streams = streams if _uses_ordered_memory(keeps) else None
         self._init_handle(
             h,
             release=_drv.cuGraphExecDestroy,
             func="cuGraphExecDestroy",
-            keep=(graph._context,) if graph._context is not None else (),
+            # What it keeps goes only once it is destroyed (after the fence below).
+            keep=(graph._context, keeps),
+            on_release=functools.partial(_fence, keeps, streams),
         )
         return self
 
@@ -235,6 +254,8 @@ class GraphExec(Handle):
         Exceptions raised by host functions in the graph are re-raised by the next
         ``synchronize()`` of this stream.
         """
+        if GUARD.armed:
+            GUARD.check()
         h = self._h
         if h is None:
             self._raise_closed()
@@ -244,10 +265,12 @@ class GraphExec(Handle):
             for rec in self._host_records:
                 rec.stream_key = key
         if capture.ACTIVE:
-            capture.keep(sh, self._keeps)
+            capture.keep(sh, list(self._keeps))
         r = _cuGraphLaunch(h, sh)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuGraphLaunch)
+        if self._streams is not None:
+            self._streams.add(int(sh))
 
     def upload(self, stream: StreamLike) -> None:
         """Upload the executable graph's resources on ``stream`` (``cuGraphUpload``)."""
@@ -284,8 +307,26 @@ class GraphExec(Handle):
             if node is not None:
                 reason = f"{reason} (at node {int(node):#x})"
             raise GraphUpdateError(status, "cuGraphExecUpdate", rname, reason, node)
-        self._keeps.append(graph._keep)
-        self._host_records.extend(_host_records(graph._keep))
+        # The replaced graph's objects are no longer used by later launches. Launches
+        # of it still in flight are covered: host functions hold their own records
+        # until they run, synchronous frees wait for the device, and stream-ordered
+        # frees are ordered after the streams it was launched on (the fence).
+        keeps = self._keeps
+        _fence(keeps, self._streams or set())
+        keeps[:] = [graph._keep]
+        self._host_records = _host_records(graph._keep)
+        if self._streams is None and _uses_ordered_memory(keeps):
+            self._streams = set()
+
+    def close(self) -> None:
+        """Destroy the executable graph (``cuGraphExecDestroy``); idempotent.
+
+        Launches in flight complete (the driver frees the graph afterwards); what it
+        kept alive is let go, ordered after them (see :meth:`update`).
+        """
+        super().close()
+        self._host_records = []
+        self._keeps = []
 
     def _repr_extra(self) -> str:
         return ""
@@ -293,3 +334,24 @@ class GraphExec(Handle):
 
 def _host_records(keep: list[Any]) -> list[HostFuncRecord]:
     return [o for o in keep if isinstance(o, HostFuncRecord)]
+
+
+def _leased_memory(keeps: list[list[Any]]) -> list[DeviceMemory]:
+    return [
+        o.target
+        for keep in keeps
+        for o in keep
+        if isinstance(o, Lease) and isinstance(o.target, DeviceMemory)
+    ]
+
+
+def _uses_ordered_memory(keeps: list[list[Any]]) -> bool:
+    return any(m._producer_stream() is not None for m in _leased_memory(keeps))
+
+
+def _fence(keeps: list[list[Any]], streams: set[int]) -> None:
+    """Order the stream-ordered frees of what ``keeps`` holds after launches on ``streams``."""
+    if streams:
+        for m in _leased_memory(keeps):
+            for key in streams:
+                m._note_use(key)

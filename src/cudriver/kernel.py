@@ -11,17 +11,24 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
-import numpy as np
 from cuda.bindings import driver as _drv
 
 from . import _bindings, capture
 from ._bindings import SUCCESS
-from ._coerce import U32_MAX, StreamLike, dims, stream_handle
+from ._coerce import (
+    U32_MAX,
+    DeviceMemory,
+    StreamLike,
+    dims,
+    handle_arg,
+    int_arg,
+    stream_handle,
+)
 from ._coerce import shared_mem as _shared
 from ._enums import FunctionAttribute
-from ._handle import Handle
+from ._handle import Handle, Lease
 from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
-from .errors import ClosedError, NotSupportedError, checked, error_for
+from .errors import GUARD, ClosedError, NotSupportedError, checked, error_for
 
 if TYPE_CHECKING:
     from .module import Module
@@ -46,6 +53,8 @@ _cuFuncGetName = checked(_drv.cuFuncGetName)
 # cuFuncGetParamInfo answers INVALID_VALUE past the last parameter; the parameter
 # buffer is at most 32 KiB, so no kernel has more parameters than this.
 _MAX_PARAMS = 32768
+# What a driver without cuFuncLoad answers: it loads every function eagerly anyway.
+_NO_FUNC_LOAD = frozenset(int(c) for c in (_R.CUDA_ERROR_NOT_SUPPORTED, _R.CUDA_ERROR_NOT_FOUND))
 
 
 def _func_attr(attr: Any) -> Any:
@@ -105,13 +114,37 @@ class Kernel(Handle):
 
         ``name`` defaults to the driver's (``cuFuncGetName``).
         """
-        h = handle if isinstance(handle, _drv.CUfunction) else _drv.CUfunction(int(handle))
-        if int(h) == 0:
-            raise ValueError("cannot wrap a NULL function handle")
+        h = handle_arg(handle, _drv.CUfunction, "function handle")
         if name is None:
             raw = _cuFuncGetName(h)
             name = raw.decode() if isinstance(raw, bytes) else str(raw)
         return cls._new(h, name, None, owner)
+
+    def _load(self) -> None:
+        """Load the kernel's code now (``cuFuncLoad``) unless it is loaded already.
+
+        Under lazy loading the first launch would load it, and that load waits for
+        the device; a kernel loaded here never does. Drivers without ``cuFuncLoad``
+        (before CUDA 12.4) load eagerly unless told otherwise, so nothing is lost.
+        """
+        load = _bindings.func_load
+        if load is None:
+            return
+        ctx = self._module.context if self._module is not None else None
+        if ctx is not None:
+            with ctx._scope():
+                r = load(self._h)
+        else:
+            r = load(self._h)
+        if r[0] is not SUCCESS and int(r[0]) not in _NO_FUNC_LOAD:
+            raise error_for(r[0], load, f"loading kernel {self._name!r}")
+
+    def _lease(self) -> Lease:
+        """A lease on the kernel's module: its code stays loaded while the lease lives."""
+        mod = self._module
+        if mod is not None and mod._h is not None:
+            return mod._lease()
+        return super()._lease()
 
     def _raise_closed(self) -> NoReturn:
         mod = self._module
@@ -212,12 +245,13 @@ class Kernel(Handle):
         Settable: ``MAX_DYNAMIC_SHARED_SIZE_BYTES``,
         ``PREFERRED_SHARED_MEMORY_CARVEOUT`` and the cluster attributes.
         """
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"attribute value must be an int, not {type(value).__name__}")
+        v = int_arg(value, "attribute value")
+        if not -(1 << 31) <= v < 1 << 31:
+            raise ValueError(f"attribute value {v} does not fit a C int")
         a = _func_attr(attr)
-        r = _cuFuncSetAttribute(self.handle, a, int(value))
+        r = _cuFuncSetAttribute(self.handle, a, v)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuFuncSetAttribute, f"{a.name} = {int(value)}")
+            raise error_for(r[0], _cuFuncSetAttribute, f"{a.name} = {v}")
 
     @property
     def max_threads_per_block(self) -> int:
@@ -306,6 +340,8 @@ class Kernel(Handle):
         ClosedError
             The kernel, its module or the stream is closed.
         """
+        if GUARD.armed:
+            GUARD.check()
         h = self._h
         if h is None:
             self._raise_closed()
@@ -347,6 +383,10 @@ class Kernel(Handle):
             pool.append(scratch)
         if r[0] is not SUCCESS:
             raise self._launch_error(r[0], (gx, gy, gz), (bx, by, bz), shmem)
+        key = 0
+        for a in args:
+            if isinstance(a, DeviceMemory):
+                a._note_use(key or (key := int(sh)))
 
     def prepare(self, grid: Any, block: Any, *args: Any, shared_mem: int = 0) -> LaunchPlan:
         """Pack the arguments once; :meth:`LaunchPlan.launch` then reuses them.
@@ -411,9 +451,11 @@ class LaunchPlan:
         "_gy",
         "_gz",
         "_kernel",
+        "_leases",
         "_packed",
         "_params",
         "_shmem",
+        "_used",
     )
 
     _kernel: Kernel
@@ -428,6 +470,8 @@ class LaunchPlan:
     _params: int
     _args: tuple[Any, ...]
     _call: Any
+    _leases: tuple[Lease, ...]
+    _used: tuple[DeviceMemory, ...]
 
     def __init__(self) -> None:
         raise TypeError("use Kernel.prepare(grid, block, *args)")
@@ -449,10 +493,22 @@ class LaunchPlan:
         self._shmem = shmem
         self._packed = packed
         self._params = packed.address
-        self._args = packed.args
+        self._hold(packed.args)
         # The constant leading arguments bound once: a launch passes only the stream.
         self._call = functools.partial(_cuLaunchKernel, kernel._h, *grid, *block, shmem)
         return self
+
+    def _hold(self, args: tuple[Any, ...]) -> None:
+        """Keep what the packed arguments point to allocated while the plan lives.
+
+        Closing a buffer the plan was packed with makes the buffer unusable, but its
+        memory is freed only once the plan is gone too, so a later launch never
+        writes into memory reused by another allocation.
+        """
+        self._args = args
+        held = [a for a in args if isinstance(a, Handle) and a._h is not None]
+        self._leases = (self._kernel._lease(), *(a._lease() for a in held))
+        self._used = tuple(a for a in held if isinstance(a, DeviceMemory))
 
     def launch(self, stream: StreamLike) -> None:
         """Launch on ``stream`` (``cuLaunchKernel``) with the packed arguments.
@@ -465,6 +521,8 @@ class LaunchPlan:
         ClosedError
             The kernel, its module or the stream is closed.
         """
+        if GUARD.armed:
+            GUARD.check()
         if self._kernel._h is None:
             self._kernel._raise_closed()
         sh = stream_handle(stream)
@@ -473,11 +531,15 @@ class LaunchPlan:
         r = self._call(sh, self._params, 0)
         if r[0] is not SUCCESS:
             raise self._kernel._launch_error(r[0], self.grid, self.block, self._shmem)
+        if self._used:
+            key = int(sh)
+            for a in self._used:
+                a._note_use(key)
 
     def set_arg(self, index: int, value: Any) -> None:
         """Re-pack argument ``index`` (same rules and errors as packing at prepare)."""
         self._packed.set(index, value)
-        self._args = self._packed.args
+        self._hold(self._packed.args)
 
     @property
     def kernel(self) -> Kernel:

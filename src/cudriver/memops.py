@@ -32,7 +32,8 @@ from . import capture
 from ._bindings import SUCCESS
 from ._coerce import U64_LIMIT, DeviceMemory, device_address
 from ._enums import DeviceAttribute, MemOpType, WaitCondition
-from .errors import NotSupportedError, error_for
+from ._handle import Handle
+from .errors import GUARD, NotSupportedError, error_for
 
 if TYPE_CHECKING:
     from .device import Device
@@ -212,7 +213,11 @@ class MemOp:
         self._address = address
         self._value = value
         self._flags = flags
-        self._target = target
+        # What the address points into stays allocated while the MemOp lives: a lease
+        # on a handle (closing it frees the memory only once the MemOp is gone too).
+        self._target = (
+            target._lease() if isinstance(target, Handle) and target._h is not None else target
+        )
         self._needs = needs
         p = _drv.CUstreamBatchMemOpParams()
         if kind in (MemOpType.WAIT_VALUE_32, MemOpType.WAIT_VALUE_64):
@@ -431,6 +436,8 @@ def write_value(
     a, obj = address(addr, width)
     v = value if type(value) is int and 0 <= value < _LIMIT[width] else _value(value, width * 8)
     fn, needs = _WRITE[width]
+    if GUARD.armed:
+        GUARD.check()
     if needs:
         require(stream.device, needs, fn)
     r = fn(h, a, v, _NO_BARRIER if no_memory_barrier else 0)
@@ -449,6 +456,8 @@ def wait_value(
     flags: int = cond._value_ if type(cond) is WaitCondition else _condition(cond)
     fn, needs = _WAIT[width]
     needs |= (_NEED_NOR if flags == 3 else 0) | (_NEED_FLUSH if flush else 0)
+    if GUARD.armed:
+        GUARD.check()
     if needs:
         require(stream.device, needs, fn)
     if flush:
@@ -466,6 +475,8 @@ def batch(stream: _HasDevice, h: Any, ops: Iterable[MemOp]) -> None:
     needs = 0
     for op in lst:
         needs |= op._needs
+    if GUARD.armed:
+        GUARD.check()
     if needs:
         require(stream.device, needs, _cuStreamBatchMemOp)
     r = _cuStreamBatchMemOp(h, len(lst), [op._params for op in lst], 0)

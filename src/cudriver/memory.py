@@ -23,6 +23,7 @@ from ._coerce import (
     DeviceMemory,
     StreamLike,
     dtype_arg,
+    handle_arg,
     int_arg,
     nbytes_arg,
     nbytes_of,
@@ -61,6 +62,11 @@ _cuMemcpyHtoDAsync = _drv.cuMemcpyHtoDAsync
 _cuMemcpyDtoHAsync = _drv.cuMemcpyDtoHAsync
 _cuMemcpyDtoDAsync = _drv.cuMemcpyDtoDAsync
 _cuPointerGetAttribute = _drv.cuPointerGetAttribute
+_cuEventCreate = _drv.cuEventCreate
+_cuEventRecord = _drv.cuEventRecord
+_cuEventDestroy = _drv.cuEventDestroy
+_cuStreamWaitEvent = _drv.cuStreamWaitEvent
+_EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 _MEMSET = {1: _drv.cuMemsetD8Async, 2: _drv.cuMemsetD16Async, 4: _drv.cuMemsetD32Async}
 
 
@@ -72,21 +78,51 @@ def _as_stream(stream: StreamLike) -> Stream:
     return Stream.from_handle(stream)
 
 
-def _free_async_now(stream: Stream, dptr: Any) -> Any:
+def _order_free(sh: Any, used_on: set[int]) -> bool:
+    """Make ``sh`` wait for the work enqueued so far on each stream in ``used_on``.
+
+    False when that could not be done (a stream is gone): then the caller waits for
+    the whole context instead.
+    """
+    own = int(sh)
+    for key in used_on:
+        if key == own:
+            continue
+        r = _cuEventCreate(_EVENT_NO_TIMING)
+        if r[0] is not SUCCESS:
+            return False
+        ev = r[1]
+        try:
+            if _cuEventRecord(ev, _drv.CUstream(key))[0] is not SUCCESS:
+                return False
+            if _cuStreamWaitEvent(sh, ev, 0)[0] is not SUCCESS:
+                return False
+        finally:
+            _cuEventDestroy(ev)
+    return True
+
+
+def _free_async_now(stream: Stream, used_on: set[int], dptr: Any) -> Any:
     sh = stream._h
-    if sh is not None:
+    if sh is not None and (not used_on or _order_free(sh, used_on)):
         return _cuMemFreeAsync(dptr, sh)
-    # The stream was closed first: work it still had may use the memory, so wait
-    # for the context before freeing in legacy-stream order.
+    # The stream was closed first, or work on another stream that used the memory
+    # could not be ordered before the free: wait for the whole context, then free in
+    # legacy-stream order.
     r = _cuCtxSynchronize()
     if r[0] is not SUCCESS:
         return r
     return _cuMemFreeAsync(dptr, _LEGACY)
 
 
-def _free_async(ctx_h: Any, stream: Stream, dptr: Any) -> Any:
-    """The release of a stream-ordered buffer: ``cuMemFreeAsync`` on its stream."""
-    return call_in_context(ctx_h, _free_async_now, stream, dptr)
+def _free_async(ctx_h: Any, stream: Stream, used_on: set[int], dptr: Any) -> Any:
+    """The release of a stream-ordered buffer: ``cuMemFreeAsync`` on its stream.
+
+    Ordered after the work that cudriver enqueued on other streams using the buffer
+    (kernel launches, prepared launches, graph launches, copies), which ``used_on``
+    lists.
+    """
+    return call_in_context(ctx_h, _free_async_now, stream, used_on, dptr)
 
 
 class DeviceBuffer(DeviceMemory):
@@ -187,11 +223,13 @@ class DeviceBuffer(DeviceMemory):
                 keep=(ctx,),
             )
         else:
+            used_on: set[int] = set()
             self._init_handle(
                 r[1],
-                release=functools.partial(_free_async, ctx_h, st),
+                release=functools.partial(_free_async, ctx_h, st, used_on),
                 func="cuMemFreeAsync",
                 keep=(st, ctx),
+                used_on=used_on,
             )
 
     def _set_fields(
@@ -214,6 +252,12 @@ class DeviceBuffer(DeviceMemory):
         self._base = base
         self._offset = offset
         self._views = None
+
+    def _note_use(self, stream_key: int) -> None:
+        st = self._stream
+        if st is not None and st._key != stream_key:
+            root = self._base if self._base is not None else self
+            root._state.used_on.add(stream_key)
 
     def _producer_stream(self) -> int | None:
         st = self._stream
@@ -305,9 +349,7 @@ class DeviceBuffer(DeviceMemory):
             (``cuPointerGetAttribute``), else the current context. Makes no driver
             call here.
         """
-        h = ptr if isinstance(ptr, _drv.CUdeviceptr) else _drv.CUdeviceptr(int_arg(ptr, "ptr"))
-        if int(h) == 0:
-            raise ValueError("cannot wrap a NULL device pointer")
+        h = handle_arg(ptr, _drv.CUdeviceptr, "device pointer")
         n = nbytes_arg(nbytes)
         ctx = context_arg(context)
         self = object.__new__(cls)
@@ -529,6 +571,10 @@ class DeviceBuffer(DeviceMemory):
                 if r[0] is not SUCCESS:
                     raise error_for(r[0], _cuStreamSynchronize)
             else:
+                key = int(q)
+                self._note_use(key)
+                if isinstance(keep, DeviceMemory):
+                    keep._note_use(key)
                 capture.keep(q, keep, self)
         finally:
             leave_context(pushed)

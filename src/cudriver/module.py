@@ -15,10 +15,12 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
+from . import _bindings
 from ._bindings import SUCCESS
+from ._coerce import bool_arg, handle_arg
 from ._handle import Handle
 from .device import Context, call_in_context, context_arg, current_or_default
-from .errors import InvalidImageError, error_for
+from .errors import GUARD, InvalidImageError, NotSupportedError, checked, error_for
 from .kernel import Kernel
 
 __all__ = ["Module"]
@@ -105,7 +107,11 @@ class Module(Handle):
 
     @classmethod
     def load(
-        cls, image: str | bytes | os.PathLike[str], *, context: Context | None = None
+        cls,
+        image: str | bytes | os.PathLike[str],
+        *,
+        context: Context | None = None,
+        eager: bool = False,
     ) -> Module:
         """Load PTX, a cubin or a fatbin into ``context`` (``cuModuleLoadData``).
 
@@ -118,11 +124,21 @@ class Module(Handle):
         context
             The context to load into; default: the current one (else device 0's
             primary context).
+        eager
+            Also load every function of the module now
+            (``cuModuleEnumerateFunctions`` and ``cuFuncLoad``), as
+            ``CUDA_MODULE_LOADING=EAGER`` would. :meth:`kernel` loads the kernels it
+            returns in any case.
 
         Notes
         -----
         Synchronous; allocates device memory for the code and, for PTX, compiles it
-        for the GPU (the driver JIT, with its cache).
+        for the GPU (the driver JIT, with its cache). Under CUDA's default lazy
+        loading, a function's code is loaded on first use, and that load waits for the
+        device: a kernel first launched while another stream spins in
+        :meth:`~cudriver.Stream.wait_value32` for a value written after it would never
+        run. cudriver loads each kernel when :meth:`kernel` returns it, so a launch
+        never loads code.
 
         Raises
         ------
@@ -134,6 +150,7 @@ class Module(Handle):
         TypeError
             ``image`` is of another type.
         """
+        eager = bool_arg(eager, "eager")
         data, path = _read_image(image)
         kind = _image_kind(data)
         if not data.strip(b"\0 \t\r\n"):
@@ -163,16 +180,36 @@ class Module(Handle):
             func="cuModuleUnload",
             keep=(ctx,),
         )
+        if eager:
+            try:
+                with ctx._scope():
+                    self._load_all()
+            except BaseException:
+                self.close()
+                raise
         return self
+
+    def _load_all(self) -> None:
+        count = _bindings.module_get_function_count
+        enumerate_ = _bindings.module_enumerate_functions
+        if count is None or enumerate_ is None or _bindings.func_load is None:
+            raise NotSupportedError(
+                _R.CUDA_ERROR_NOT_SUPPORTED,
+                "cuModuleEnumerateFunctions",
+                "eager=True needs cuda-bindings 12.4 or newer",
+            )
+        n = int(checked(count)(self._h))
+        if n:
+            load = checked(_bindings.func_load)
+            for fn in checked(enumerate_)(n, self._h):
+                load(fn)
 
     @classmethod
     def from_handle(
         cls, handle: Any, owner: Any = None, *, context: Context | None = None
     ) -> Module:
         """Wrap a foreign ``CUmodule`` (or int) without owning it (never unloaded)."""
-        h = handle if isinstance(handle, _drv.CUmodule) else _drv.CUmodule(int(handle))
-        if int(h) == 0:
-            raise ValueError("cannot wrap a NULL module handle")
+        h = handle_arg(handle, _drv.CUmodule, "module handle")
         self = object.__new__(cls)
         self._context = context
         self._kernels = weakref.WeakValueDictionary()
@@ -206,6 +243,8 @@ class Module(Handle):
         k = self._kernels.get(name)
         if k is not None and k._h is not None:
             return k
+        if GUARD.armed:
+            GUARD.check()
         r = _cuModuleGetFunction(h, name.encode())
         if r[0] is not SUCCESS:
             raise error_for(
@@ -215,6 +254,7 @@ class Module(Handle):
                 "to keep their names)",
             )
         k = Kernel._new(r[1], name, self)
+        k._load()
         self._kernels[name] = k
         return k
 

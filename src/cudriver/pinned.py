@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from ._coerce import HostMemory, nbytes_arg, typed_shape
+from ._coerce import HostMemory, bool_arg, nbytes_arg, typed_shape
 from .device import Context, call_in_context, context_arg, current_or_default
 from .errors import checked
 from .memory import DeviceBuffer
@@ -101,6 +101,9 @@ class PinnedBuffer(HostMemory):
     ) -> None:
         n = nbytes_arg(nbytes)
         ctx = context_arg(context)
+        mapped = bool_arg(mapped, "mapped")
+        portable = bool_arg(portable, "portable")
+        write_combined = bool_arg(write_combined, "write_combined")
         flags = 0
         if mapped:
             flags |= _HOSTALLOC_DEVICEMAP

@@ -14,12 +14,21 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _hostfn, capture, memops
+from . import _handle, _hostfn, capture, memops
 from ._bindings import SUCCESS
-from ._coerce import StreamBase, StreamLike, device_address, int_arg, stream_handle
+from ._coerce import (
+    U64_LIMIT,
+    StreamBase,
+    StreamLike,
+    bool_arg,
+    device_address,
+    int_arg,
+    stream_handle,
+    uint_arg,
+)
 from ._enums import AccessProperty, CaptureMode, CaptureStatus, MemAttach, SyncPolicy, WaitCondition
 from .device import Context, Device, context_arg, current_or_default
-from .errors import StreamCaptureError, checked, error_for
+from .errors import GUARD, StreamCaptureError, checked, error_for
 from .event import Event
 from .graph import Graph
 from .memops import MemOp
@@ -76,6 +85,9 @@ class Stream(StreamBase):
     ----------
     non_blocking
         Do not synchronise with the legacy default stream (``CU_STREAM_NON_BLOCKING``).
+        The default, False, makes a blocking stream like ``cuStreamCreate`` with flags
+        0: buffer operations made without ``stream=`` (which run on the legacy stream)
+        are then ordered after its work.
     priority
         Scheduling priority; lower numbers are higher priorities. Must lie within
         ``context.stream_priority_range``. None: the default priority.
@@ -100,12 +112,14 @@ class Stream(StreamBase):
     def __init__(
         self,
         *,
-        non_blocking: bool = True,
+        non_blocking: bool = False,
         priority: int | None = None,
         context: Context | None = None,
     ) -> None:
+        flags = _NON_BLOCKING if bool_arg(non_blocking, "non_blocking") else 0
+        if priority is not None:
+            priority = int_arg(priority, "priority")
         ctx = context_arg(context) or current_or_default()
-        flags = _NON_BLOCKING if non_blocking else 0
         if priority is not None:
             priority = int_arg(priority, "priority")
             least, greatest = ctx.stream_priority_range
@@ -129,7 +143,7 @@ class Stream(StreamBase):
         self._special = special
         self._init_handle(
             h,
-            release=_drv.cuStreamDestroy,
+            release=capture.destroy_stream,
             func="cuStreamDestroy",
             owned=owned,
             owner=owner,
@@ -182,21 +196,29 @@ class Stream(StreamBase):
     def synchronize(self) -> None:
         """Block until all work on the stream has completed (``cuStreamSynchronize``).
 
-        Then raises :class:`~cudriver.HostCallbackError` if a host function that ran
-        on this stream raised since the last synchronisation.
+        Then runs the releases that waited for a safe moment (objects collected on
+        the host-function thread or during a capture), and raises
+        :class:`~cudriver.HostCallbackError` if a host function that ran on this
+        stream raised since the last synchronisation.
         """
+        if GUARD.armed:
+            GUARD.check()
         h = self._h
         if h is None:
             self._raise_closed()
         r = _cuStreamSynchronize(h)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuStreamSynchronize)
+        if _handle.deferred:
+            _handle.drain()
         if _hostfn.PENDING:
             # re-raise errors of host functions that ran on this stream
             _hostfn.after_sync(self._key)
 
     def query(self) -> bool:
         """Whether all work on the stream has completed (``cuStreamQuery``); never blocks."""
+        if GUARD.armed:
+            GUARD.check()
         h = self._h
         if h is None:
             self._raise_closed()
@@ -215,6 +237,8 @@ class Stream(StreamBase):
         temporary event recorded there with ``cuEventRecord``). Does not block the
         host; the temporary event is the only allocation.
         """
+        if GUARD.armed:
+            GUARD.check()
         h = self._h
         if h is None:
             self._raise_closed()
@@ -242,6 +266,8 @@ class Stream(StreamBase):
         the event. For :meth:`Event.elapsed_ms`, pass events created with
         ``Event(timing=True)``.
         """
+        if GUARD.armed:
+            GUARD.check()
         h = self._h
         if h is None:
             self._raise_closed()
@@ -564,10 +590,12 @@ class Stream(StreamBase):
         ``ptr`` is a managed allocation's address (an int, ``CUdeviceptr`` or an object
         with ``ptr``); ``length`` 0 means the whole allocation.
         """
-        if isinstance(length, bool) or not isinstance(length, int) or length < 0:
-            raise ValueError(f"length must be a non-negative int, not {length!r}")
+        n = uint_arg(length, "length")
         a, _size, _obj = device_address(ptr)
-        _cuStreamAttachMemAsync(self.handle, _drv.CUdeviceptr(a), length, int(MemAttach(flags)))
+        if not 0 <= a < U64_LIMIT:
+            raise ValueError(f"address {a:#x} does not fit in 64 bits")
+        f = MemAttach(uint_arg(flags, "flags", 32))
+        _cuStreamAttachMemAsync(self.handle, _drv.CUdeviceptr(a), n, int(f))
 
     # -- capture --------------------------------------------------------------------------
     def begin_capture(self, mode: CaptureMode | int | None = None) -> None:
@@ -592,13 +620,15 @@ class Stream(StreamBase):
                 "cuStreamBeginCapture",
                 "the legacy default stream cannot be captured: capture on a cudriver.Stream()",
             )
-        if self._capture is not None:
+        session = self._capture
+        if session is not None and capture.is_open(h, session):
             raise StreamCaptureError(
                 _R.CUDA_ERROR_ILLEGAL_STATE,
                 "cuStreamBeginCapture",
                 "this stream is already capturing",
             )
-        self._capture = capture.begin(h, mode)
+        session = self._capture = capture.begin(h, mode)
+        session.close_with(self)  # a stream collected mid-capture must not leave it open
 
     def end_capture(self) -> Graph:
         """End the capture and return the captured :class:`~cudriver.Graph`.
@@ -620,7 +650,11 @@ class Stream(StreamBase):
         if h is None:
             self._raise_closed()
         session, self._capture = self._capture, None
-        return capture.end(h, session)
+        try:
+            return capture.end(h, session)
+        finally:
+            if session is not None and not session.closed:
+                self._capture = session  # the driver refused: the capture goes on
 
     @contextlib.contextmanager
     def capture(self, mode: CaptureMode | int | None = None) -> Iterator[Graph]:
@@ -643,13 +677,28 @@ class Stream(StreamBase):
         try:
             yield graph
         except BaseException:
-            h = self._h
-            session, self._capture = self._capture, None
-            if h is not None:
-                capture.abort(h, session)
+            self._abort_capture()
             raise
         h, keep = self._end_capture()
         graph._fill(h, keep, self._context)
+
+    def _abort_capture(self) -> None:
+        session, self._capture = self._capture, None
+        h = self._h
+        if h is not None:
+            capture.abort(h, session)
+        elif session is not None:
+            session.close()
+
+    def close(self) -> None:
+        """Destroy the stream (``cuStreamDestroy``) for owned streams; idempotent.
+
+        A capture still open on the stream is ended first and its graph discarded.
+        Work already enqueued completes; the driver frees the stream afterwards.
+        """
+        if self._capture is not None:
+            self._abort_capture()
+        super().close()
 
     @property
     def capture_status(self) -> CaptureStatus:

@@ -1,0 +1,581 @@
+"""Faults and misuse: each scenario that could crash or hang runs in its own process.
+
+Every scenario is a script run with a deadline and ``faulthandler`` armed: a crash shows
+as a signal exit status, a hang as the traceback faulthandler dumps before it kills the
+process. The test asserts the exit status and that the script reached its end.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+TIMEOUT = 90  # seconds for one scenario, start-up and kernel compilation included
+
+PRELUDE = """
+import faulthandler, gc, os, sys, threading, warnings, weakref
+faulthandler.dump_traceback_later({deadline}, exit=True)
+warnings.simplefilter("error")
+import numpy as np
+import cudriver as cu
+from cudriver import driver
+
+FILL = r'''
+extern "C" __global__ void fill(unsigned* p, unsigned v, int n) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = v;
+}}
+extern "C" __global__ void spin_fill(unsigned* p, unsigned v, int n, long long cycles) {{
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) {{ }}
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = v;
+}}
+'''
+
+
+def kernels(*names):
+    image = cu.compile(FILL, arch=cu.Device(0), target="cubin")
+    module = cu.Module.load(image)
+    return [module.kernel(n) for n in names]
+"""
+
+
+def run_isolated(body: str, *, env: dict[str, str] | None = None) -> str:
+    """Run ``body`` (after PRELUDE) in a fresh interpreter; return its stdout.
+
+    Fails the test on a non-zero exit status (a crash, a hang cut short by
+    faulthandler, an exception) or when the script did not print ``OK`` last.
+    """
+    script = PRELUDE.format(deadline=TIMEOUT - 10) + textwrap.dedent(body)
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("CUDA_MODULE_LOADING", None)  # the driver's default: lazy loading
+    if env:
+        full_env.update(env)
+    proc = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=full_env,
+        check=False,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"exit status {proc.returncode}:\n{out[-6000:]}"
+    assert proc.stdout.rstrip().endswith("OK"), out[-6000:]
+    return proc.stdout
+
+
+# -- crashes ----------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_dropping_a_context_keeps_what_was_made_in_it() -> None:
+    run_isolated(
+        """
+        ctx = cu.Device(0).primary_context()
+        with ctx:
+            s = cu.Stream()
+            buf = cu.DeviceBuffer(4096)
+            (fill,) = kernels("fill")
+        del ctx
+        gc.collect()
+        # The primary context must still live: the stream, buffer and kernel hold it.
+        s.context.set_current()
+        fill.launch(s, 4, 256, buf, np.uint32(7), 1024)
+        s.synchronize()
+        assert (buf.copy_to().view(np.uint32) == 7).all()
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_created_context_dropped_under_live_objects() -> None:
+    run_isolated(
+        """
+        ctx = cu.Context.create(0)
+        with ctx:
+            s = cu.Stream()
+            buf = cu.DeviceBuffer(4096)
+        del ctx
+        gc.collect()
+        buf.fill(3, stream=s)
+        s.synchronize()
+        assert (buf.copy_to() == 3).all()
+        del s, buf
+        gc.collect()
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_mirror_host_function_survives_replays() -> None:
+    run_isolated(
+        """
+        import ctypes
+        cu.Device(0).primary_context().set_current()
+        calls = []
+
+        @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+        def c_callback(data):
+            calls.append(("c", data))
+
+        s = cu.Stream()
+        with s.capture() as g:
+            driver.cuLaunchHostFunc(s, c_callback, 42)
+            driver.cuLaunchHostFunc(s, lambda data: calls.append(("py", data)), 7)
+        exe = g.instantiate()
+        for _ in range(3):
+            exe.launch(s)
+        s.synchronize()
+        assert calls == [("c", 42), ("py", 7)] * 3, calls
+        print("OK")
+        """
+    )
+
+
+# -- hangs ------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_first_launch_while_another_stream_waits_does_not_hang() -> None:
+    # Under lazy loading, a kernel's first launch loads its code and waits for the
+    # device, which here is blocked on a value that only comes after the kernel.
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        (fill,) = kernels("fill")
+        flag = cu.DeviceBuffer(4)
+        flag.fill(0)
+        out = cu.DeviceBuffer(4096)
+        a = cu.Stream(non_blocking=True)
+        b = cu.Stream(non_blocking=True)
+        b.wait_value32(flag, 1, cu.WaitCondition.EQ)
+        fill.launch(a, 4, 256, out, np.uint32(5), 1024)
+        a.write_value32(flag, 1)
+        a.synchronize()
+        b.synchronize()
+        assert (out.copy_to().view(np.uint32) == 5).all()
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_eager_module_load_loads_every_function() -> None:
+    run_isolated(
+        """
+        from cuda.bindings import driver as raw
+        cu.Device(0).primary_context().set_current()
+        module = cu.Module.load(cu.compile(FILL, arch=cu.Device(0), target="cubin"), eager=True)
+        n = cu.check(raw.cuModuleGetFunctionCount(module.handle), "cuModuleGetFunctionCount")
+        fns = cu.check(raw.cuModuleEnumerateFunctions(n, module.handle), "enumerate")
+        states = [cu.check(raw.cuFuncIsLoaded(f), "cuFuncIsLoaded") for f in fns]
+        loaded = raw.CUfunctionLoadingState.CU_FUNCTION_LOADING_STATE_LOADED
+        assert n == 2 and all(st == loaded for st in states), states
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_host_function_calling_cuda_gets_an_error_not_a_hang() -> None:
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        s = cu.Stream()
+        other = cu.Stream()
+        seen = []
+
+        def misbehave():
+            for call in (s.synchronize, other.query, other.synchronize, cu.Event):
+                try:
+                    call()
+                except cu.NotPermittedError as exc:
+                    seen.append(str(exc))
+            s.synchronize()  # raised out of the host function
+
+        s.launch_host_func(misbehave)
+        try:
+            s.synchronize()
+        except cu.HostCallbackError as exc:
+            assert isinstance(exc.__cause__, cu.NotPermittedError), exc
+        else:
+            raise AssertionError("no HostCallbackError")
+        assert len(seen) == 4 and all("inside a host function" in m for m in seen), seen
+        other.synchronize()  # ordinary threads are not refused
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_collection_under_the_host_function_lock_does_not_deadlock() -> None:
+    run_isolated(
+        """
+        from cudriver import _hostfn
+        cu.Device(0).primary_context().set_current()
+        s = cu.Stream()
+        s.launch_host_func(lambda: 1 / 0)
+        doomed = [cu.Stream() for _ in range(4)]
+        with _hostfn._lock:
+            del doomed
+            gc.collect()  # their releases take this lock: they must wait, not run here
+        try:
+            s.synchronize()
+        except cu.HostCallbackError:
+            pass
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_forked_child_refuses_cuda_and_frees_nothing() -> None:
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        s = cu.Stream()
+        buf = cu.DeviceBuffer(1024)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded fork"
+            pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                s.synchronize()
+            except cu.NotPermittedError as exc:
+                status = 0 if "forked" in str(exc) else 2
+            try:
+                cu.Stream()
+                status = 3
+            except cu.NotPermittedError:
+                pass
+            del buf, s  # nothing is freed in the child
+            gc.collect()
+            os._exit(status)
+        _, st = os.waitpid(pid, 0)
+        assert os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0, st
+        buf.fill(1)  # the parent's objects are untouched
+        s.synchronize()
+        print("OK")
+        """
+    )
+
+
+# -- silent corruption ------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_prepared_launch_after_its_buffer_closed_never_hits_another_buffer() -> None:
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        (fill,) = kernels("fill")
+        s = cu.Stream()
+        n = 1 << 20
+        a = cu.DeviceBuffer(4 * n)
+        plan = fill.prepare(n // 256, 256, a, np.uint32(7), n)
+        a_ptr = a.ptr
+        a.close()
+        others = [cu.DeviceBuffer(4 * n) for _ in range(8)]
+        assert a_ptr not in [b.ptr for b in others]  # a's memory is still reserved
+        for b in others:
+            b.fill(0)
+        plan.launch(s)
+        s.synchronize()
+        assert all((b.copy_to() == 0).all() for b in others)
+        del plan
+        gc.collect()
+        cu.Stream().close()  # any cudriver call runs the releases that waited
+        again = [cu.DeviceBuffer(4 * n) for _ in range(8)]
+        del again
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_stream_ordered_free_waits_for_graph_launches_on_other_streams() -> None:
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        (spin_fill,) = kernels("spin_fill")
+        n = 1 << 16
+        s1 = cu.Stream(non_blocking=True)
+        s2 = cu.Stream(non_blocking=True)
+        gate = cu.PinnedBuffer(4, mapped=True)
+        gate.array(np.uint32)[0] = 0
+        buf = cu.DeviceBuffer(4 * n, stream=s1)
+        buf.fill(0, stream=s1)
+        s1.synchronize()
+        with s2.capture() as g:
+            spin_fill.launch(s2, n // 256, 256, buf, np.uint32(9), n, 1000)
+        exe = g.instantiate()
+        s2.wait_value32(gate, 1)  # holds the graph launch in flight
+        exe.launch(s2)
+        del exe, g
+        buf.close()
+        cu.Event().close()  # any cudriver call runs the releases that waited: buf's free
+        other = cu.DeviceBuffer(4 * n, stream=s1)  # may reuse buf's block, after the graph
+        other.fill(0, stream=s1)
+        gate.array(np.uint32)[0] = 1
+        s2.synchronize()
+        s1.synchronize()
+        got = np.empty(4 * n, np.uint8)
+        other.copy_to(got, stream=s1)
+        s1.synchronize()
+        assert (got == 0).all(), np.unique(got)
+        print("OK")
+        """
+    )
+
+
+# -- leaks ------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_closing_graphs_lets_go_of_what_they_captured() -> None:
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        (fill,) = kernels("fill")
+        s = cu.Stream()
+        big = cu.DeviceBuffer(64 << 20)
+        ref = weakref.ref(big)
+        with s.capture() as g:
+            fill.launch(s, 1, 256, big, np.uint32(1), 256)
+        exe = g.instantiate()
+        exe.launch(s)
+        s.synchronize()
+        del big
+        gc.collect()
+        assert ref() is not None  # the graph keeps it
+        g.close()
+        exe.close()
+        gc.collect()
+        assert ref() is None
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_update_lets_go_of_the_replaced_graphs_objects() -> None:
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        (fill,) = kernels("fill")
+        s = cu.Stream()
+
+        def capture():
+            b = cu.DeviceBuffer(1024)
+            with s.capture() as g:
+                fill.launch(s, 1, 256, b, np.uint32(2), 256)
+            return g, weakref.ref(b)
+
+        g, first = capture()
+        exe = g.instantiate()
+        refs = [first]
+        for _ in range(200):
+            g, ref = capture()
+            exe.update(g)
+            g.close()
+            refs.append(ref)
+            exe.launch(s)
+        s.synchronize()
+        gc.collect()
+        alive = [r for r in refs if r() is not None]
+        assert len(alive) == 1 and alive[0] is refs[-1], len(alive)
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_buffer_dying_in_a_host_function_is_freed_on_an_ordinary_thread() -> None:
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        from cuda.bindings import driver as raw
+        s = cu.Stream()
+        free0 = cu.check(raw.cuMemGetInfo(), "cuMemGetInfo")[0]
+        buf = cu.DeviceBuffer(256 << 20)
+        s.launch_host_func(lambda b: None, buf)  # the last reference dies on that thread
+        del buf
+        s.synchronize()
+        cu.Stream().close()  # runs the release that waited
+        free1 = cu.check(raw.cuMemGetInfo(), "cuMemGetInfo")[0]
+        assert free1 >= free0 - (16 << 20), (free0, free1)
+        print("OK")
+        """
+    )
+
+
+# -- wrong or lost errors ---------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_callback_exception_with_a_broken_str_is_not_lost() -> None:
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+
+        class Nasty(Exception):
+            def __str__(self):
+                raise RuntimeError("str failed")
+
+            def __repr__(self):
+                raise RuntimeError("repr failed")
+
+        def boom():
+            raise Nasty()
+
+        s = cu.Stream()
+        s.launch_host_func(boom)
+        try:
+            s.synchronize()
+        except cu.HostCallbackError as exc:
+            assert isinstance(exc.__cause__, Nasty)
+            assert "Nasty" in str(exc)
+        else:
+            raise AssertionError("lost")
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_end_capture_from_the_wrong_thread_changes_nothing() -> None:
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        (fill,) = kernels("fill")
+        s = cu.Stream()
+        buf = cu.DeviceBuffer(1024)
+        ref = weakref.ref(buf)
+        s.begin_capture(cu.CaptureMode.THREAD_LOCAL)
+        fill.launch(s, 1, 256, buf, np.uint32(4), 256)
+        del buf
+        errors = []
+
+        def end_elsewhere():
+            cu.Device(0).primary_context().set_current()
+            try:
+                s.end_capture()
+            except cu.StreamCaptureError as exc:
+                errors.append(exc)
+
+        t = threading.Thread(target=end_elsewhere)
+        t.start()
+        t.join()
+        assert len(errors) == 1 and "another thread" in str(errors[0]), errors
+        del errors
+        gc.collect()
+        from cudriver import capture
+        if s.capture_status is cu.CaptureStatus.ACTIVE:
+            # The driver kept the capture: so does cudriver, keep list and all.
+            assert ref() is not None
+            g = s.end_capture()
+            exe = g.instantiate()
+            exe.launch(s)
+            s.synchronize()
+            assert (ref().copy_to().view(np.uint32)[:256] == 4).all()
+        else:
+            # The driver ended it (seen with CUDA 13.0): the bookkeeping follows, and
+            # the stream captures again.
+            assert not capture.ACTIVE and ref() is None
+            s.begin_capture()
+            s.end_capture().close()
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_raw_end_capture_is_noticed() -> None:
+    run_isolated(
+        """
+        from cuda.bindings import driver as raw
+        cu.Device(0).primary_context().set_current()
+        s = cu.Stream()
+        s.begin_capture()
+        graph = cu.check(raw.cuStreamEndCapture(s.handle), "cuStreamEndCapture")
+        s.begin_capture()  # not "already capturing"
+        g = s.end_capture()
+        g.close()
+        raw.cuGraphDestroy(graph)
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_closing_a_capturing_stream_ends_its_capture() -> None:
+    run_isolated(
+        """
+        from cudriver import capture, errors
+        cu.Device(0).primary_context().set_current()
+        s = cu.Stream()
+        s.begin_capture()
+        s.close()
+        assert not capture.ACTIVE and not errors.GUARD.captures
+        t = cu.Stream()
+        t.begin_capture()
+        del t
+        gc.collect()
+        assert not capture.ACTIVE and not errors.GUARD.captures
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_buffer_collected_during_a_capture_does_not_invalidate_it() -> None:
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        (fill,) = kernels("fill")
+        s = cu.Stream()
+        keep = cu.DeviceBuffer(1024)
+        junk = cu.DeviceBuffer(1 << 20)
+        with s.capture() as g:
+            fill.launch(s, 1, 256, keep, np.uint32(1), 256)
+            del junk  # its free would be an unsafe call inside the capture: it waits
+            gc.collect()
+            fill.launch(s, 1, 256, keep, np.uint32(2), 256)
+        exe = g.instantiate()
+        exe.launch(s)
+        s.synchronize()
+        assert (keep.copy_to().view(np.uint32)[:256] == 2).all()
+        print("OK")
+        """
+    )
+
+
+# -- ordering ---------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_default_stream_orders_before_buffer_operations() -> None:
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        (spin_fill,) = kernels("spin_fill")
+        s = cu.Stream()
+        assert not s.non_blocking
+        n = 1 << 16
+        buf = cu.DeviceBuffer(4 * n)
+        buf.fill(0)
+        spin_fill.launch(s, n // 256, 256, buf, np.uint32(6), n, 2_000_000)
+        got = buf.copy_to().view(np.uint32)  # on the legacy stream: after the kernel
+        assert (got == 6).all(), np.unique(got)
+        print("OK")
+        """
+    )
