@@ -239,3 +239,29 @@ def test_launch_configuration_errors_are_not_sticky() -> None:
 def test_without_a_driver_everything_says_so(call: Callable[[], object]) -> None:
     with pytest.raises(cu.DriverNotFoundError):
         call()
+
+
+# -- methods: a borrowed stream and a foreign buffer over made-up handles ----------------
+# Any driver call with them would fail, or without a GPU find no driver: what these see
+# comes from the checks made before the driver.
+
+
+@FUZZ
+@given(st.one_of(st.integers(), st.floats(), st.text(max_size=2), _OBJECTS, NOT_A_STREAM))
+def test_stream_methods(bad: Any) -> None:
+    s = cu.Stream.from_handle(0x1230)
+    buf = cu.DeviceBuffer.from_handle(FAKE, 64)
+    refused(lambda: s.record(bad))
+    if not isinstance(bad, int) or isinstance(bad, bool):
+        refused(lambda: s.wait(bad))
+        refused(lambda: s.copy_attributes_from(bad))
+        refused(lambda: buf.copy_from(np.zeros(64, np.uint8), stream=bad))
+    refused(lambda: s.launch_host_func(bad))
+    refused(lambda: s.write_value32(bad if not isinstance(bad, int) else -1, 1))
+    refused(lambda: s.wait_value32(buf, 1, bad if not isinstance(bad, int) else 99))
+    refused(lambda: s.begin_capture(bad if not isinstance(bad, int) else 99))
+    refused(lambda: s.attach_mem_async(buf, bad if not isinstance(bad, int) else -1))
+    refused(lambda: buf.fill(bad if not isinstance(bad, int) else 256))
+    refused(lambda: buf.view(bad if not isinstance(bad, int) else -1))
+    refused(lambda: buf.copy_from(bad))
+    refused(lambda: buf.copy_to(bad))

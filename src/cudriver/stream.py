@@ -237,12 +237,12 @@ class Stream(StreamBase):
         temporary event recorded there with ``cuEventRecord``). Does not block the
         host; the temporary event is the only allocation.
         """
-        if GUARD.armed:
-            GUARD.check()
         h = self._h
         if h is None:
             self._raise_closed()
         if isinstance(other, Event):
+            if GUARD.armed:
+                GUARD.check()
             r = _cuStreamWaitEvent(h, other.handle, 0)
             if r[0] is not SUCCESS:
                 raise error_for(r[0], _cuStreamWaitEvent)
@@ -266,8 +266,6 @@ class Stream(StreamBase):
         the event. For :meth:`Event.elapsed_ms`, pass events created with
         ``Event(timing=True)``.
         """
-        if GUARD.armed:
-            GUARD.check()
         h = self._h
         if h is None:
             self._raise_closed()
@@ -275,6 +273,8 @@ class Stream(StreamBase):
             event = Event(timing=False, context=self._ctx_or_none())
         elif not isinstance(event, Event):
             raise TypeError(f"record() takes a cudriver.Event, not {type(event).__name__}")
+        if GUARD.armed:
+            GUARD.check()
         r = _cuEventRecord(event.handle, h)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventRecord)
@@ -620,6 +620,12 @@ class Stream(StreamBase):
                 "cuStreamBeginCapture",
                 "the legacy default stream cannot be captured: capture on a cudriver.Stream()",
             )
+        if mode is None:
+            mode = CaptureMode.THREAD_LOCAL
+        elif isinstance(mode, bool) or not isinstance(mode, int):
+            raise TypeError(f"mode must be a cudriver.CaptureMode, not {type(mode).__name__}")
+        else:
+            mode = CaptureMode(mode)
         session = self._capture
         if session is not None and capture.is_open(h, session):
             raise StreamCaptureError(
