@@ -302,6 +302,28 @@ def test_prepared_launch_after_its_buffer_closed_never_hits_another_buffer() -> 
 
 
 @pytest.mark.gpu
+def test_a_view_in_a_prepared_launch_keeps_its_buffer_allocated() -> None:
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        (fill,) = kernels("fill")
+        s = cu.Stream()
+        n = 1 << 20
+        a = cu.DeviceBuffer(4 * n)
+        plan = fill.prepare(n // 256, 256, a[0 : 4 * n], np.uint32(7), n)
+        a.close()
+        others = [cu.DeviceBuffer(4 * n) for _ in range(8)]
+        for b in others:
+            b.fill(0)
+        plan.launch(s)
+        s.synchronize()
+        assert all((b.copy_to() == 0).all() for b in others)
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
 def test_stream_ordered_free_waits_for_graph_launches_on_other_streams() -> None:
     run_isolated(
         """

@@ -589,18 +589,30 @@ _borrowed: dict[int, Context] = {}
 _adopt_lock = threading.Lock()
 
 
+def _keep_adopted(key: int, ctx: Context) -> Context:
+    """Record ``ctx`` as cudriver's retain of primary context ``key``; one per context.
+
+    The Context is made outside the lock (making a handle may run waiting releases,
+    which never run under a cudriver lock); a thread that lost the race gives its
+    retain back.
+    """
+    with _adopt_lock:
+        kept = _adopted.setdefault(key, ctx)
+    if kept is not ctx:
+        ctx.close()
+    return kept
+
+
 def _adopt(h: Any, key: int) -> Context:
     """The Context that keeps the current context ``h`` alive, or a borrowed wrapper."""
-    with _adopt_lock:
-        ctx = _adopted.get(key)
-        if ctx is not None:
-            return ctx
-        dev = Device(int(_cuCtxGetDevice()))
-        primary = _cuDevicePrimaryCtxRetain(dev._h)
-        if int(primary) == key:
-            ctx = _adopted[key] = Context._new(primary, dev, primary=True, owned=True)
-            return ctx
-        _drv.cuDevicePrimaryCtxRelease(dev._h)  # not the primary context: give it back
+    ctx = _adopted.get(key)
+    if ctx is not None:
+        return ctx
+    dev = Device(int(_cuCtxGetDevice()))
+    primary = _cuDevicePrimaryCtxRetain(dev._h)
+    if int(primary) == key:
+        return _keep_adopted(key, Context._new(primary, dev, primary=True, owned=True))
+    _drv.cuDevicePrimaryCtxRelease(dev._h)  # not the primary context: give it back
     ctx = _borrowed.get(key)
     if ctx is None or ctx._h is None:
         ctx = _borrowed[key] = Context._new(h, None, primary=False, owned=False)
@@ -611,12 +623,11 @@ def _make_default_current() -> Context:
     dev = Device(0)
     h = _cuDevicePrimaryCtxRetain(dev._h)
     key = int(h)
-    with _adopt_lock:
-        ctx = _adopted.get(key)
-        if ctx is None:
-            ctx = _adopted[key] = Context._new(h, dev, primary=True, owned=True)
-        else:
-            _drv.cuDevicePrimaryCtxRelease(dev._h)  # one retain is kept already
+    ctx = _adopted.get(key)
+    if ctx is None:
+        ctx = _keep_adopted(key, Context._new(h, dev, primary=True, owned=True))
+    else:
+        _drv.cuDevicePrimaryCtxRelease(dev._h)  # one retain is kept already
     _cuCtxSetCurrent(h)
     return ctx
 

@@ -32,6 +32,7 @@ from ._coerce import (
     typed_shape,
 )
 from ._copy import cai_stream_value, fill_args, ndarray_address, operand, order_after
+from ._handle import Lease
 from ._init import init
 from .device import (
     Context,
@@ -252,6 +253,13 @@ class DeviceBuffer(DeviceMemory):
         self._base = base
         self._offset = offset
         self._views = None
+
+    def _lease(self) -> Lease:
+        """A lease on the allocation: for a view, on the buffer it was made from."""
+        base = self._base
+        if base is not None and base._h is not None:
+            return Lease(base._state, self)
+        return super()._lease()
 
     def _note_use(self, stream_key: int) -> None:
         st = self._stream
@@ -484,10 +492,12 @@ class DeviceBuffer(DeviceMemory):
         return v
 
     def close(self) -> None:
-        """Free the memory now (``cuMemFree``, or ``cuMemFreeAsync`` on the buffer's stream).
+        """Free the memory (``cuMemFree``, or ``cuMemFreeAsync`` on the buffer's stream).
 
         Idempotent. Views of the buffer are closed too. Closing a view or a
-        :meth:`from_handle` buffer frees nothing.
+        :meth:`from_handle` buffer frees nothing. While a prepared launch, a ``MemOp``
+        or a graph made with the buffer (or a view of it) lives, the buffer is unusable
+        at once and its memory is freed when the last of them is gone.
         """
         if self._h is None:
             return
