@@ -162,6 +162,24 @@ def test_cycle_collected_in_dependency_order() -> None:
     assert log == [0x31, 0x30]
 
 
+def test_dependency_released_after_its_dependant_whatever_the_collection_order() -> None:
+    # Garbage collection finalises the objects of a reference cycle in no set order: a
+    # parent may be finalised before the child that keeps it.
+    gc.collect()
+    drain()
+    log: list[int] = []
+    parent = Thing(0x32, log)
+    child = Thing(0x33, log, keep=(parent,))
+    release_state(parent._state, collected=True)  # as if collected first
+    drain()
+    assert log == []  # the child still needs it
+    release_state(child._state, collected=True)
+    drain()
+    assert log == [0x33, 0x32]
+    parent._finalizer.detach()
+    child._finalizer.detach()
+
+
 def test_failing_release_becomes_warning() -> None:
     log: list[int] = []
     t = Thing(0x40, log, status=(drv.CUresult.CUDA_ERROR_INVALID_HANDLE,))

@@ -581,6 +581,90 @@ def test_buffer_collected_during_a_capture_does_not_invalidate_it() -> None:
     )
 
 
+@pytest.mark.gpu
+def test_stream_and_buffer_collected_in_one_cycle_free_in_order() -> None:
+    # Garbage collection finalises a reference cycle's objects in no set order: the
+    # stream may be finalised before the stream-ordered buffer that still needs it.
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        (fill,) = kernels("fill")
+
+        class Box:
+            pass
+
+        for i in range(300):
+            s = cu.Stream(non_blocking=True)
+            b = cu.DeviceBuffer(4096, stream=s)
+            fill.launch(s, 4, 256, b, np.uint32(i), 1024)
+            box = Box()
+            box.items = [b, s, box] if i % 2 else [s, b, box]
+            del s, b, box
+            if i % 7 == 0:
+                gc.collect()
+        gc.collect()
+        cu.Stream().close()  # runs what waited
+        print("OK")
+        """
+    )
+
+
+# -- threads ----------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_threads_making_using_and_dropping_objects_with_collection_running() -> None:
+    run_isolated(
+        """
+        from cuda.bindings import driver as raw
+        from cudriver import _handle, capture
+        ctx = cu.Device(0).primary_context()
+        ctx.set_current()
+        (fill,) = kernels("fill")
+        free0 = cu.check(raw.cuMemGetInfo(), "cuMemGetInfo")[0]
+        failures = []
+
+        def work(seed):
+            ctx.set_current()
+            rng = np.random.default_rng(seed)
+            try:
+                for i in range(400):
+                    s = cu.Stream(non_blocking=True)
+                    b = cu.DeviceBuffer(4096, stream=s) if i % 2 else cu.DeviceBuffer(4096)
+                    plan = fill.prepare(4, 256, b, np.uint32(i), 1024)
+                    plan.launch(s)
+                    if i % 3 == 0:
+                        with s.capture() as g:
+                            plan.launch(s)
+                            s.launch_host_func(lambda: None)
+                        exe = g.instantiate()
+                        exe.launch(s)
+                    s.launch_host_func(lambda x: None, b)
+                    if rng.random() < 0.5:
+                        b.close()  # while the plan (and maybe a graph) still holds it
+                    if rng.random() < 0.3:
+                        gc.collect()
+                    s.synchronize()
+                    del s, b, plan
+            except BaseException as exc:
+                failures.append(repr(exc))
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert failures == [], failures[:3]
+        gc.collect()
+        ctx.synchronize()
+        assert not capture.ACTIVE and _handle.pending_releases() == 0
+        free1 = cu.check(raw.cuMemGetInfo(), "cuMemGetInfo")[0]
+        assert free1 >= free0 - (64 << 20), (free0, free1)
+        print("OK")
+        """
+    )
+
+
 # -- ordering ---------------------------------------------------------------------------
 
 

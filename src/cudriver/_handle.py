@@ -52,6 +52,8 @@ class _State:
 
     __slots__ = (
         "closing",
+        "dependants",
+        "deps",
         "func",
         "handle",
         "keep",
@@ -81,6 +83,13 @@ class _State:
         self.on_release = on_release
         # ids of live leases (a set: add/discard are atomic under the GIL)
         self.leases: set[int] = set()
+        # The states of the handles in ``keep``, and the ids of the unreleased states
+        # that keep this one: a state is released only after all its dependants, in
+        # whatever order garbage collection finalises their objects.
+        self.deps: tuple[_State, ...] = tuple(k._state for k in keep if isinstance(k, Handle))
+        self.dependants: set[int] = set()
+        for dep in self.deps:
+            dep.dependants.add(id(self))
         self.closing = False
         # int handles of streams other than the owner's where work using it was enqueued
         self.used_on: set[int] = set()
@@ -107,8 +116,11 @@ def release_state(state: _State, *, collected: bool = False) -> None:
     """
     if state.handle is None:
         return
-    if state.leases:
-        state.closing = True
+    # Closing first, then the leases: a lease dying on another thread in between then
+    # sees the closing flag and queues the release (queuing twice is harmless: the
+    # release claims the handle once).
+    state.closing = True
+    if state.leases or state.dependants:
         return
     if collected or not _may_release_now():
         deferred.append(state)
@@ -129,8 +141,7 @@ def drain() -> None:
             state = deferred.popleft()
         except IndexError:
             return
-        if state.leases:  # leased again before the queue was drained
-            state.closing = True
+        if state.leases or state.dependants:  # held again before the queue was drained
             continue
         _release(state)
 
@@ -164,7 +175,18 @@ def _release(state: _State) -> None:
                 _warn(f"{state.kind} release hook failed: {exc!r}")
     finally:
         # Dependencies go only after the handle: dependants are released first.
+        me = id(state)
+        for dep in state.deps:
+            dep.dependants.discard(me)
+            _queue_if_free(dep)
+        state.deps = ()
         state.keep = None
+
+
+def _queue_if_free(state: _State) -> None:
+    """Queue ``state`` if it was closed and nothing holds it any more."""
+    if state.closing and not state.leases and not state.dependants and state.handle is not None:
+        deferred.append(state)
 
 
 @atexit.register
@@ -190,8 +212,7 @@ class Lease:
     def __del__(self) -> None:
         st = self._state
         st.leases.discard(id(self))
-        if not st.leases and st.closing and st.handle is not None:
-            deferred.append(st)
+        _queue_if_free(st)
 
 
 def _warn(msg: str) -> None:

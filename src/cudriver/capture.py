@@ -74,7 +74,7 @@ class CaptureSession:
     __slots__ = (
         "__weakref__",
         "_on_owner_gone",
-        "_stop_watching",
+        "_watchers",
         "closed",
         "id",
         "keep",
@@ -91,7 +91,7 @@ class CaptureSession:
         self.violation: str | None = None
         self.closed = False
         self._on_owner_gone: weakref.finalize[Any, Any] | None = None
-        self._stop_watching = watch_capture_violations(self)
+        self._watchers = watch_capture_violations(self)
         if mode is CaptureMode.GLOBAL:
             GUARD.captures.add(id(self))
 
@@ -112,7 +112,10 @@ class CaptureSession:
             fin, self._on_owner_gone = self._on_owner_gone, None
             if fin is not None:
                 fin.detach()
-            self._stop_watching()
+            try:
+                self._watchers.remove(self)
+            except ValueError:
+                pass
             if ACTIVE.get(self.id) is self:
                 ACTIVE.pop(self.id, None)
             GUARD.captures.discard(id(self))

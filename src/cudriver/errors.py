@@ -508,21 +508,15 @@ class _Watchers(threading.local):
 _watchers = _Watchers()
 
 
-def watch_capture_violations(watcher: CaptureViolationWatcher) -> Callable[[], None]:
+def watch_capture_violations(watcher: CaptureViolationWatcher) -> list[Any]:
     """Record in ``watcher.violation`` the first capture error raised on this thread.
 
-    Returns the function that stops recording (callable from any thread, idempotent).
+    Returns the calling thread's list of watchers: removing ``watcher`` from it (from
+    any thread) stops the recording.
     """
     items = _watchers.items
     items.append(watcher)
-
-    def stop() -> None:
-        try:
-            items.remove(watcher)
-        except ValueError:
-            pass
-
-    return stop
+    return items
 
 
 def capturing_on_this_thread() -> bool:
