@@ -609,6 +609,31 @@ def test_stream_and_buffer_collected_in_one_cycle_free_in_order() -> None:
     )
 
 
+@pytest.mark.gpu
+def test_exit_with_a_blocked_stream_and_waiting_releases_does_not_hang() -> None:
+    # A synchronous free waits for the device; here the device waits for a value no one
+    # writes, so a release run at exit would never return.
+    run_isolated(
+        """
+        cu.Device(0).primary_context().set_current()
+        gate = cu.PinnedBuffer(4, mapped=True)
+        gate.array(np.uint32)[0] = 0
+        s = cu.Stream(non_blocking=True)
+        s.wait_value32(gate, 1)  # never satisfied
+
+        class Box:
+            pass
+
+        box = Box()
+        box.buffer = cu.DeviceBuffer(1 << 20)
+        box.me = box
+        del box
+        gc.collect()  # its release waits in the queue
+        print("OK")
+        """
+    )
+
+
 # -- threads ----------------------------------------------------------------------------
 
 

@@ -16,7 +16,10 @@ When a release runs
   thread, on a thread capturing through cudriver (in a mode other than ``RELAXED``),
   and while a ``GLOBAL``-mode capture is open anywhere. :func:`drain` runs the
   queue on an ordinary thread: constructors, ``synchronize()``, ``close()`` and capture
-  ends call it, and so does interpreter exit.
+  ends call it. At interpreter exit the queue is left to the driver, which reclaims
+  everything when the process ends: a synchronous free waits for the device, and a
+  device still waiting (say in ``wait_value32`` for a value no one will write) would
+  hang the exit.
 * **Never** in a forked child (the creating pid is recorded) or during interpreter
   shutdown. A failing release becomes a :class:`~cudriver.CudaWarning`.
 
@@ -27,7 +30,6 @@ before its Context, a GraphExec before its Graph).
 
 from __future__ import annotations
 
-import atexit
 import collections
 import os
 import sys
@@ -189,12 +191,6 @@ def _queue_if_free(state: _State) -> None:
         deferred.append(state)
 
 
-@atexit.register
-def _drain_at_exit() -> None:
-    if not GUARD.forked:
-        drain()
-
-
 class Lease:
     """Keeps a handle's release waiting while something can still use the handle.
 
@@ -267,7 +263,7 @@ class Handle:
             state.used_on = used_on
         self._state = state
         fin = weakref.finalize(self, _collected, state)
-        fin.atexit = False  # the exit drain releases what was queued; nothing else then
+        fin.atexit = False  # nothing is released at exit: the driver reclaims it all
         self._finalizer = fin
 
     # -- life cycle ---------------------------------------------------------------
