@@ -88,13 +88,18 @@ class _State:
         # The states of the handles in ``keep``, and the ids of the unreleased states
         # that keep this one: a state is released only after all its dependants, in
         # whatever order garbage collection finalises their objects.
-        self.deps: tuple[_State, ...] = tuple(k._state for k in keep if isinstance(k, Handle))
+        deps: tuple[_State, ...] = ()
+        if keep:
+            deps = tuple([k._state for k in keep if isinstance(k, Handle)])
+            me = id(self)
+            for dep in deps:
+                dep.dependants.add(me)
+        self.deps = deps
         self.dependants: set[int] = set()
-        for dep in self.deps:
-            dep.dependants.add(id(self))
         self.closing = False
-        # int handles of streams other than the owner's where work using it was enqueued
-        self.used_on: set[int] = set()
+        # For stream-ordered memory: the int handles of other streams where work using
+        # it was enqueued (see cudriver.memory); None for everything else.
+        self.used_on: set[int] | None = None
 
 
 #: States whose release was deferred; see the module docstring.
@@ -105,9 +110,10 @@ _claim_lock = threading.Lock()
 
 
 def _may_release_now() -> bool:
-    if GUARD.captures or (GUARD.armed and GUARD.in_host_function()):
+    g = GUARD
+    if g.captures or (g.armed and g.in_host_function()):
         return False
-    return not capturing_on_this_thread()
+    return not (g.restrictive and capturing_on_this_thread())
 
 
 def release_state(state: _State, *, collected: bool = False) -> None:

@@ -94,6 +94,8 @@ class CaptureSession:
         self._watchers = watch_capture_violations(self)
         if mode is CaptureMode.GLOBAL:
             GUARD.captures.add(id(self))
+        if self.restrictive:
+            GUARD.restrictive.add(id(self))
 
     def close_with(self, owner: object) -> None:
         """Close the session (without running releases) if ``owner`` is collected first."""
@@ -119,6 +121,7 @@ class CaptureSession:
             if ACTIVE.get(self.id) is self:
                 ACTIVE.pop(self.id, None)
             GUARD.captures.discard(id(self))
+            GUARD.restrictive.discard(id(self))
         if drain_releases:
             drain()
         return self.keep

@@ -401,7 +401,16 @@ class CallGuard:
     thread; see :func:`capturing_on_this_thread`).
     """
 
-    __slots__ = ("_local", "_lock", "armed", "captures", "forked", "initialized", "running")
+    __slots__ = (
+        "_local",
+        "_lock",
+        "armed",
+        "captures",
+        "forked",
+        "initialized",
+        "restrictive",
+        "running",
+    )
 
     def __init__(self) -> None:
         self.armed = True  # until the driver is initialised
@@ -410,6 +419,9 @@ class CallGuard:
         self.running = 0
         # ids of open GLOBAL-mode capture sessions (add/discard are atomic under the GIL)
         self.captures: set[int] = set()
+        # ids of every open capture session that forbids unsafe calls on its thread: when
+        # empty (the common case) no thread needs looking at
+        self.restrictive: set[int] = set()
         self._local = threading.local()
         self._lock = threading.Lock()
 
@@ -521,7 +533,10 @@ def watch_capture_violations(watcher: CaptureViolationWatcher) -> list[Any]:
 
 def capturing_on_this_thread() -> bool:
     """Whether a capture begun through cudriver on this thread forbids unsafe calls here."""
-    return any(w.restrictive for w in _watchers.items)
+    items = _watchers.items
+    if not items:
+        return False
+    return any(w.restrictive for w in items)
 
 
 def make_error(code: Any, func: str, detail: str | None = None) -> CudaError:

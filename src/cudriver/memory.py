@@ -265,7 +265,9 @@ class DeviceBuffer(DeviceMemory):
         st = self._stream
         if st is not None and st._key != stream_key:
             root = self._base if self._base is not None else self
-            root._state.used_on.add(stream_key)
+            used_on = root._state.used_on
+            if used_on is not None:  # a stream-ordered allocation's own set
+                used_on.add(stream_key)
 
     def _producer_stream(self) -> int | None:
         st = self._stream
