@@ -108,8 +108,8 @@ class DeviceMemory(Memory):
         """The stream (as the CUDA Array Interface writes it) that orders this memory."""
         return None
 
-    def _note_use(self, stream_key: int) -> None:
-        """Record that work using this memory was enqueued on stream ``stream_key``.
+    def _note_use(self, stream: Any) -> None:
+        """Record that work using this memory was enqueued on ``stream`` (a handle or int).
 
         A stream-ordered free is then ordered after that work.
         """

@@ -383,10 +383,9 @@ class Kernel(Handle):
             pool.append(scratch)
         if r[0] is not SUCCESS:
             raise self._launch_error(r[0], (gx, gy, gz), (bx, by, bz), shmem)
-        key = 0
         for a in args:
             if isinstance(a, DeviceMemory):
-                a._note_use(key or (key := int(sh)))
+                a._note_use(sh)
 
     def prepare(self, grid: Any, block: Any, *args: Any, shared_mem: int = 0) -> LaunchPlan:
         """Pack the arguments once; :meth:`LaunchPlan.launch` then reuses them.
@@ -531,10 +530,8 @@ class LaunchPlan:
         r = self._call(sh, self._params, 0)
         if r[0] is not SUCCESS:
             raise self._kernel._launch_error(r[0], self.grid, self.block, self._shmem)
-        if self._used:
-            key = int(sh)
-            for a in self._used:
-                a._note_use(key)
+        for a in self._used:
+            a._note_use(sh)
 
     def set_arg(self, index: int, value: Any) -> None:
         """Re-pack argument ``index`` (same rules and errors as packing at prepare)."""

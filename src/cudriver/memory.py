@@ -261,13 +261,16 @@ class DeviceBuffer(DeviceMemory):
             return Lease(base._state, self)
         return super()._lease()
 
-    def _note_use(self, stream_key: int) -> None:
+    def _note_use(self, stream: Any) -> None:
         st = self._stream
-        if st is not None and st._key != stream_key:
+        if st is None or stream is st._h:  # not stream-ordered, or on its own stream
+            return
+        key = int(stream)
+        if key != st._key:
             root = self._base if self._base is not None else self
             used_on = root._state.used_on
             if used_on is not None:  # a stream-ordered allocation's own set
-                used_on.add(stream_key)
+                used_on.add(key)
 
     def _producer_stream(self) -> int | None:
         st = self._stream
@@ -583,10 +586,9 @@ class DeviceBuffer(DeviceMemory):
                 if r[0] is not SUCCESS:
                     raise error_for(r[0], _cuStreamSynchronize)
             else:
-                key = int(q)
-                self._note_use(key)
+                self._note_use(q)
                 if isinstance(keep, DeviceMemory):
-                    keep._note_use(key)
+                    keep._note_use(q)
                 capture.keep(q, keep, self)
         finally:
             leave_context(pushed)
