@@ -395,7 +395,7 @@ class PackedArgs:
     @classmethod
     def _with_layout(cls, layout: ArgLayout, args: Sequence[Any], kernel: str) -> PackedArgs:
         """Pack into a layout computed before (a kernel computes its layout once)."""
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._pack(layout, tuple(args), kernel)
         return self
 

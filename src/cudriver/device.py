@@ -342,7 +342,7 @@ class Context(Handle):
     def _new(
         cls, h: Any, device: Device | None, *, primary: bool, owned: bool, owner: Any = None
     ) -> Context:
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._device = device
         self._primary = primary
         if owned and not primary:

@@ -208,7 +208,7 @@ class MemOp:
         target: Any,
         needs: int,
     ) -> MemOp:
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._kind = kind
         self._address = address
         self._value = value

@@ -365,7 +365,7 @@ class DeviceBuffer(DeviceMemory):
         h = handle_arg(ptr, _drv.CUdeviceptr, "device pointer")
         n = nbytes_arg(nbytes)
         ctx = context_arg(context)
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._set_fields(n, ctx, None, None, None, None, 0)
         self._init_handle(h, release=None, func="cuMemFree", owned=False, owner=owner)
         return self
@@ -479,7 +479,7 @@ class DeviceBuffer(DeviceMemory):
         shape: tuple[int, ...] | None,
     ) -> DeviceBuffer:
         root = self._base if self._base is not None else self
-        v = object.__new__(DeviceBuffer)
+        v = DeviceBuffer.__new__(DeviceBuffer)
         v._set_fields(n, self._context, self._stream, dtype, shape, root, self._offset + off)
         v._stream_int = self._stream_int
         v._sync_h = self._sync_h

@@ -170,7 +170,7 @@ class Module(Handle):
                 raise InvalidImageError(r[0], _cuModuleLoadData.__name__, detail)
             raise error_for(r[0], _cuModuleLoadData, detail)
         ctx_h = ctx.handle
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._context = ctx
         self._kernels = weakref.WeakValueDictionary()
         self._kind_name = kind
@@ -210,7 +210,7 @@ class Module(Handle):
     ) -> Module:
         """Wrap a foreign ``CUmodule`` (or int) without owning it (never unloaded)."""
         h = handle_arg(handle, _drv.CUmodule, "module handle")
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._context = context
         self._kernels = weakref.WeakValueDictionary()
         self._kind_name = "foreign"
