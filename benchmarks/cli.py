@@ -118,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     gpu = env.get("gpu", "unknown GPU")
     print(
-        f"cudriver {env['cudriver']}, cuda-bindings {env['cuda_bindings']}, "
+        f"cudriver {env['cudriver']} ({env.get('cudriver_implementation', '?')}), "
+        f"cuda-bindings {env['cuda_bindings']}, "
         f"CUDA driver {env.get('driver_cuda_version', '?')}, {gpu}, Python {env['python']}"
     )
     peers = ", ".join(

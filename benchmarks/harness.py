@@ -42,6 +42,7 @@ N_X = 32
 ALLOC_BYTES = 1 << 20
 MEMOP_BYTES = 4096
 KERNELS_PER_BATCH = 100
+HOST_FUNCS_PER_BATCH = 100
 
 PEERS = ("cudriver", "raw", "cuda.core", "cupy")
 PEER_TITLES = {"cudriver": "cudriver", "raw": "raw", "cuda.core": "cuda.core", "cupy": "CuPy"}
@@ -84,6 +85,7 @@ OPS: tuple[Op, ...] = (
     Op("graph_100", "100 kernels, one graph, to completion", "us", 200, False),
     Op("host_func_enqueue", "host function, enqueue", "ns", 2_000, False),
     Op("host_func_latency", "host function, enqueue to running", "ns", 500, False),
+    Op("host_func_100", "100 host functions + synchronize", "us", 100, False),
     Op("write_value32", "write_value32", "ns", 10_000, True),
     Op("wait_value32", "wait_value32 (already satisfied)", "ns", 10_000, True),
     Op("alloc_free", "DeviceBuffer alloc+free", "ns", 1_000, True),

@@ -149,6 +149,9 @@ class CudaCorePeer(Peer):
     def op_host_func_enqueue(self) -> Bench:
         raise Unavailable("cuda.core has host callbacks only inside graphs")
 
+    def op_host_func_100(self) -> Bench:
+        raise Unavailable("cuda.core has host callbacks only inside graphs")
+
     def op_host_func_latency(self) -> Bench:
         raise Unavailable("cuda.core has host callbacks only inside graphs")
 

@@ -7,6 +7,7 @@ from typing import Any
 import cudriver as cu
 from benchmarks.harness import (
     ALLOC_BYTES,
+    HOST_FUNCS_PER_BATCH,
     KERNEL_SOURCE,
     KERNELS_PER_BATCH,
     MEMOP_BYTES,
@@ -120,6 +121,15 @@ class CudriverPeer(Peer):
 
     def op_host_func_enqueue(self) -> Bench:
         return Bench(per_call(self.stream.launch_host_func, (noop,)), self.sync)
+
+    def op_host_func_100(self) -> Bench:
+        launch = self.stream.launch_host_func
+
+        def body() -> None:
+            for _ in range(HOST_FUNCS_PER_BATCH):
+                launch(noop)
+
+        return Bench(per_batch(body, self.sync), self.sync)
 
     def op_host_func_latency(self) -> Bench:
         stamps: list[int] = []

@@ -7,6 +7,7 @@ from typing import Any
 
 from benchmarks.harness import (
     ALLOC_BYTES,
+    HOST_FUNCS_PER_BATCH,
     KERNEL_SOURCE,
     KERNELS_PER_BATCH,
     N_X,
@@ -154,6 +155,15 @@ class CupyPeer(Peer):
             self.sync,
             "Stream.launch_host_func",
         )
+
+    def op_host_func_100(self) -> Bench:
+        launch = self.stream.launch_host_func
+
+        def body() -> None:
+            for _ in range(HOST_FUNCS_PER_BATCH):
+                launch(noop, None)
+
+        return Bench(per_batch(body, self.sync), self.sync, "Stream.launch_host_func")
 
     def op_host_func_latency(self) -> Bench:
         stamps: list[int] = []

@@ -17,6 +17,7 @@ from cuda.bindings import driver as drv
 import cudriver as cu
 from benchmarks.harness import (
     ALLOC_BYTES,
+    HOST_FUNCS_PER_BATCH,
     KERNEL_SOURCE,
     KERNELS_PER_BATCH,
     MEMOP_BYTES,
@@ -246,6 +247,16 @@ class RawPeer(Peer):
             self.sync,
             self._HOST_NOTE,
         )
+
+    def op_host_func_100(self) -> Bench:
+        fn = self._host_fn(noop)
+        launch, h = self.drv.cuLaunchHostFunc, self.h
+
+        def body() -> None:
+            for _ in range(HOST_FUNCS_PER_BATCH):
+                launch(h, fn, 0)
+
+        return Bench(per_batch(body, self.sync), self.sync, self._HOST_NOTE)
 
     def op_host_func_latency(self) -> Bench:
         stamps: list[int] = []

@@ -41,6 +41,7 @@ def environment(ordinal: int) -> dict[str, Any]:
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "cudriver": cu.__version__,
+        "cudriver_implementation": cu.info()["implementation"],
         "cuda_bindings": cu.bindings_version(),
         "numpy": np.__version__,
         "device": ordinal,
