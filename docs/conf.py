@@ -6,6 +6,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src")))
+# The reference is read from the pure-Python implementation: it holds every method in
+# its class, with the signatures and docstrings the compiled core shares.
+os.environ["CUDRIVER_PURE_PYTHON"] = "1"
 
 import cudriver
 

@@ -34,6 +34,8 @@ def _classes_in(tp: Any) -> set[type]:
 def _returned_classes(cls: type) -> dict[str, set[type]]:
     found: dict[str, set[type]] = {}
     for name, member in vars(cls).items():
+        # With the compiled core, a hot method's pure version (annotated) is _py_<name>.
+        name = name.removeprefix("_py_")
         if name.startswith("_") and name not in ("__enter__", "__cuda_stream__"):
             continue
         fn = member.fget if isinstance(member, property) else member

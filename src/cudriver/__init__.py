@@ -8,8 +8,9 @@ driver raises :class:`DriverNotFoundError` there.
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
-from . import _bindings, driver
+from . import _bindings, _impl, driver
 from ._coerce import StreamLike, SupportsCudaStream
 from ._copy import SupportsCudaArrayInterface
 from ._enums import (
@@ -72,9 +73,29 @@ def bindings_version() -> str:
     return _bindings.version_string()
 
 
+def info() -> dict[str, Any]:
+    """What is installed, without calling the driver.
+
+    Returns
+    -------
+    dict
+        ``version`` (cudriver's), ``bindings`` (cuda.bindings'), ``implementation``
+        (``"compiled"`` when the compiled core runs the hot paths, ``"pure-python"``
+        otherwise) and ``implementation_reason`` (why: the core loaded, is not built,
+        or ``CUDRIVER_PURE_PYTHON`` is set).
+    """
+    return {
+        "version": __version__,
+        "bindings": _bindings.version_string(),
+        "implementation": _impl.IMPLEMENTATION,
+        "implementation_reason": _impl.REASON,
+    }
+
+
 __all__ = [
     "__version__",
     "bindings_version",
+    "info",
     "driver",
     "driver_version",
     "init",
@@ -154,3 +175,5 @@ def _publish() -> None:
 
 
 _publish()
+if _impl.COMPILED:
+    _impl.core.configure()

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import __version__
+from . import __version__, _impl
 from ._bindings import version_string
 from ._enums import DeviceAttribute
 from ._init import driver_version, init
@@ -18,10 +18,10 @@ EXIT_NO_DRIVER = 2
 
 
 def _info() -> int:
+    print(f"cudriver {__version__} ({_impl.IMPLEMENTATION}: {_impl.REASON})")
+    print(f"cuda-bindings {version_string()}")
     init()
     major, minor = driver_version()
-    print(f"cudriver {__version__}")
-    print(f"cuda-bindings {version_string()}")
     print(f"CUDA driver {major}.{minor}")
     n = Device.count()
     print(f"devices: {n}")

@@ -2,7 +2,8 @@
 
 An owning object keeps its driver handle in ``_h`` and a small slotted :class:`_State`
 that is released exactly once: on ``close()``, at the end of a ``with`` block, or
-when the object is collected (through :class:`weakref.finalize`).
+when the object is collected (through :class:`weakref.finalize`, or with the compiled
+core through its root type's deallocator).
 
 When a release runs
 -------------------
@@ -42,6 +43,7 @@ from typing import Any, ClassVar, NoReturn
 from typing_extensions import Self
 
 from ._bindings import SUCCESS
+from ._impl import COMPILED, HandleRoot
 from .errors import GUARD, ClosedError, CudaWarning, capturing_on_this_thread, make_error
 
 __all__ = ["Handle", "Lease", "release_state", "drain", "deferred", "pending_releases"]
@@ -227,15 +229,21 @@ def _warn(msg: str) -> None:
             pass
 
 
-class Handle:
+class Handle(HandleRoot):
     """Base class of every object that wraps a driver handle.
 
     Subclasses call :meth:`_init_handle` from their constructors and keep the raw
     handle in ``_h`` (``None`` once closed), so a hot method tests ``self._h`` and
     raises :class:`~cudriver.ClosedError` before any driver call.
+
+    ``_h``, ``_key`` and ``_state`` live in :data:`cudriver._impl.HandleRoot`: C fields
+    of the compiled core's root type, or slots in pure mode. With the compiled core,
+    an object collected while open queues its release from the root type's
+    deallocator, so no ``weakref.finalize`` is made per object (``_finalizer`` is
+    None).
     """
 
-    __slots__ = ("__weakref__", "_finalizer", "_h", "_key", "_owned", "_owner", "_state")
+    __slots__ = ("__weakref__", "_finalizer", "_owned", "_owner")
 
     _kind: ClassVar[str] = "Handle"
 
@@ -244,7 +252,7 @@ class Handle:
     _owned: bool
     _owner: Any
     _state: _State
-    _finalizer: weakref.finalize[Any, Any]
+    _finalizer: weakref.finalize[Any, Any] | None
 
     def _init_handle(
         self,
@@ -268,6 +276,9 @@ class Handle:
         if used_on is not None:
             state.used_on = used_on
         self._state = state
+        if COMPILED:
+            self._finalizer = None  # the core's deallocator queues the release
+            return
         fin = weakref.finalize(self, _collected, state)
         fin.atexit = False  # nothing is released at exit: the driver reclaims it all
         self._finalizer = fin
@@ -292,7 +303,9 @@ class Handle:
         if getattr(self, "_h", None) is None:
             return
         self._h = None
-        self._finalizer.detach()
+        fin = self._finalizer
+        if fin is not None:
+            fin.detach()
         release_state(self._state)
         if deferred:
             drain()

@@ -54,7 +54,7 @@ from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, capture
+from . import _bindings, _impl, capture
 from ._bindings import SUCCESS
 from .errors import GUARD, HostCallbackError, error_for
 
@@ -212,6 +212,11 @@ def _run(key: int) -> None:
         GUARD.leave_host_function()
 
 
+def _trampoline_failed(exc: BaseException) -> None:
+    """Report an error of the trampoline itself (never of the host function)."""
+    _unraisable(exc, "Exception ignored in the cudriver host-function trampoline", None)
+
+
 def _trampoline(user_data: int | None) -> None:
     # Runs on a driver thread, which ctypes has given the GIL. Nothing may propagate
     # into the driver: ctypes would only print it, and the driver cannot handle it.
@@ -219,7 +224,7 @@ def _trampoline(user_data: int | None) -> None:
         _run(user_data or 0)
     except BaseException as exc:
         try:
-            _unraisable(exc, "Exception ignored in the cudriver host-function trampoline", None)
+            _trampoline_failed(exc)
         except BaseException:
             pass
 
@@ -227,7 +232,13 @@ def _trampoline(user_data: int | None) -> None:
 _HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 #: Kept for the life of the process: graphs hold its address in their host nodes.
 _TRAMPOLINE = _HOSTFN(_trampoline)
-_TRAMPOLINE_ADDR: int = ctypes.cast(_TRAMPOLINE, ctypes.c_void_p).value or 0
+#: The trampoline every launch passes: the compiled core's C function when it is in
+#: use (it takes the GIL only to run the record), else the ctypes one.
+_TRAMPOLINE_ADDR: int = (
+    _impl.core.trampoline_address()
+    if _impl.COMPILED
+    else ctypes.cast(_TRAMPOLINE, ctypes.c_void_p).value or 0
+)
 
 
 def launch(

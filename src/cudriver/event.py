@@ -6,7 +6,7 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _handle
+from . import _bindings, _handle, _impl
 from ._bindings import SUCCESS
 from ._coerce import StreamLike, bool_arg, handle_arg, stream_handle
 from ._handle import Handle
@@ -26,7 +26,7 @@ _cuIpcGetEventHandle = checked(_drv.cuIpcGetEventHandle)
 _cuIpcOpenEventHandle = checked(_drv.cuIpcOpenEventHandle)
 
 
-class Event(Handle):
+class Event(Handle, _impl.EventCore):
     """A CUDA event (``cuEventCreate``; destroyed with ``cuEventDestroy`` on close).
 
     Parameters
@@ -85,7 +85,7 @@ class Event(Handle):
         """Wrap a foreign ``CUevent`` (or int) without owning it."""
         h = handle_arg(handle, _drv.CUevent, "event handle")
         timing = bool_arg(timing, "timing")
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._context = current_or_default()
         self._timing = timing
         self._flags = 0
@@ -177,7 +177,7 @@ class Event(Handle):
         ctx = context_arg(context) or current_or_default()
         with ctx._scope():
             h = _cuIpcOpenEventHandle(ipc)
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._context = ctx
         self._timing = False
         self._flags = int(_F.CU_EVENT_INTERPROCESS | _F.CU_EVENT_DISABLE_TIMING)
@@ -186,3 +186,7 @@ class Event(Handle):
 
     def _repr_extra(self) -> str:
         return "timing" if self._timing else "no-timing"
+
+
+# The compiled core's versions of the hot methods, where it is in use.
+_impl.adopt(Event, "record", "query", "synchronize")

@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, capture
+from . import _bindings, _impl, capture
 from ._bindings import SUCCESS
 from ._coerce import DeviceMemory, StreamLike, bool_arg, handle_arg, stream_handle
 from ._handle import Handle, Lease
@@ -78,7 +78,7 @@ class Graph(Handle):
 
     @classmethod
     def _pending(cls) -> Graph:
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._h = None
         self._keep = []
         self._context = None
@@ -87,7 +87,7 @@ class Graph(Handle):
 
     @classmethod
     def _from_handle(cls, h: Any, *, keep: list[Any], context: Context | None) -> Graph:
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._fill(h, keep, context)
         return self
 
@@ -95,7 +95,7 @@ class Graph(Handle):
     def from_handle(cls, handle: Any, owner: Any = None) -> Graph:
         """Wrap a foreign ``CUgraph`` (or int) without owning it."""
         h = handle_arg(handle, _drv.CUgraph, "graph handle")
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._keep = []
         self._context = None
         self._pending_capture = False
@@ -208,7 +208,7 @@ class Graph(Handle):
         return "captured" if self._keep else ""
 
 
-class GraphExec(Handle):
+class GraphExec(Handle, _impl.GraphExecCore):
     """An executable graph (``cuGraphInstantiate``; ``cuGraphExecDestroy`` on close).
 
     Keeps alive everything the graph it was made from refers to, so replays never
@@ -229,7 +229,7 @@ class GraphExec(Handle):
 
     @classmethod
     def _new(cls, h: Any, graph: Graph) -> GraphExec:
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         keeps = [graph._keep]
         self._keeps = keeps
         self._context = graph._context
@@ -355,3 +355,7 @@ def _fence(keeps: list[list[Any]], streams: set[int]) -> None:
         for m in _leased_memory(keeps):
             for key in streams:
                 m._note_use(key)
+
+
+# The compiled core's versions of the hot methods, where it is in use.
+_impl.adopt(GraphExec, "launch", "upload")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, capture
+from . import _bindings, _impl, capture
 from ._bindings import SUCCESS
 from ._coerce import (
     U32_MAX,
@@ -70,7 +70,7 @@ def _func_attr(attr: Any) -> Any:
         ) from None
 
 
-class Kernel(Handle):
+class Kernel(Handle, _impl.KernelCore):
     """A kernel of a :class:`Module` (a ``CUfunction``); never freed by itself.
 
     Obtain one with :meth:`Module.kernel`. A kernel keeps its module alive and is
@@ -93,7 +93,7 @@ class Kernel(Handle):
 
     @classmethod
     def _new(cls, h: Any, name: str, module: Module | None, owner: Any = None) -> Kernel:
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._module = module
         self._name = name
         self._params = None
@@ -430,7 +430,7 @@ class Kernel(Handle):
         return error_for(code, _cuLaunchKernel, detail)
 
 
-class LaunchPlan:
+class LaunchPlan(_impl.PlanCore):
     """A kernel launch with its arguments packed once (from :meth:`Kernel.prepare`).
 
     :meth:`launch` is the fast path: one closed check, the stream's handle, and
@@ -485,7 +485,7 @@ class LaunchPlan:
         args: tuple[Any, ...],
     ) -> LaunchPlan:
         packed = kernel.pack(*args)
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._kernel = kernel
         self._gx, self._gy, self._gz = grid
         self._bx, self._by, self._bz = block
@@ -508,6 +508,10 @@ class LaunchPlan:
         held = [a for a in args if isinstance(a, Handle) and a._h is not None]
         self._leases = (self._kernel._lease(), *(a._lease() for a in held))
         self._used = tuple(a for a in held if isinstance(a, DeviceMemory))
+        k = self._kernel
+        grid = (self._gx, self._gy, self._gz)
+        block = (self._bx, self._by, self._bz)
+        self._core_set(k, k._key, grid, block, self._shmem, self._params, self._used)
 
     def launch(self, stream: StreamLike) -> None:
         """Launch on ``stream`` (``cuLaunchKernel``) with the packed arguments.
@@ -573,3 +577,8 @@ class LaunchPlan:
             f"<cudriver.LaunchPlan {self._kernel._name!r} grid={self.grid} "
             f"block={self.block} shared_mem={self._shmem}>"
         )
+
+
+# The compiled core's versions of the hot methods, where it is in use.
+_impl.adopt(Kernel, "launch")
+_impl.adopt(LaunchPlan, "launch")

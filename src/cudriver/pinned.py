@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
+from . import _handle
 from ._coerce import HostMemory, bool_arg, nbytes_arg, typed_shape
 from .device import Context, call_in_context, context_arg, current_or_default
 from .errors import checked
@@ -211,7 +212,12 @@ class PinnedBuffer(HostMemory):
             super().close()
             return
         self._h = None
-        fin = weakref.finalize(holder, self._finalizer)
+        # The release runs once the last export is gone (pure mode: this object's own
+        # finaliser, which then runs only once).
+        release: Any = self._finalizer
+        if release is None:
+            release = functools.partial(_handle._collected, self._state)
+        fin = weakref.finalize(holder, release)
         fin.atexit = False  # no driver calls at interpreter exit
 
     def __array__(

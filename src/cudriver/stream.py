@@ -14,7 +14,7 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _handle, _hostfn, capture, memops
+from . import _handle, _hostfn, _impl, capture, memops
 from ._bindings import SUCCESS
 from ._coerce import (
     U64_LIMIT,
@@ -78,7 +78,7 @@ _ATTR_SYNC_POLICY = 3
 _NON_BLOCKING = int(_drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
 
 
-class Stream(StreamBase):
+class Stream(StreamBase, _impl.StreamCore):
     """A CUDA stream (``cuStreamCreateWithPriority``; ``cuStreamDestroy`` on close).
 
     Parameters
@@ -153,7 +153,7 @@ class Stream(StreamBase):
 
     @classmethod
     def _borrow(cls, h: Any, owner: Any, special: str | None = None) -> Stream:
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         self._setup(h, None, owned=False, owner=owner, special=special)
         return self
 
@@ -739,3 +739,8 @@ class Stream(StreamBase):
         if self._capture is not None:
             parts.append("capturing")
         return " ".join(parts)
+
+
+# The compiled core's versions of the hot methods, where it is in use.
+_impl.adopt(Stream, "synchronize", "query", "wait", "record", "__cuda_stream__")
+_impl.adopt(Stream, "launch_host_func", "write_value32", "wait_value32")

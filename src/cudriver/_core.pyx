@@ -1,0 +1,733 @@
+# cython: language_level=3, binding=True, boundscheck=False, wraparound=False
+# cython: cdivision=True, auto_pickle=False
+"""The compiled core: C fields for handles and C bodies for the hot methods.
+
+Built from this file when a C compiler is present at install time; ``cudriver._impl``
+decides whether it is used. No CUDA header is needed: the few driver entry points
+used here are looked up once, through ``cuda.bindings.driver.cuGetProcAddress``, and
+called as C function pointers, so one build serves every cuda-bindings 12.x and 13.x.
+
+Every compiled method handles the common case and otherwise calls the pure-Python
+method it replaces (``self._py_<name>``), before any side effect: the same checks,
+errors and bookkeeping then apply as in pure mode. The common case is: the driver
+initialised and no host function running (the call guard not armed), the object
+open, a cudriver (or None, or int) stream, no capture begun through cudriver open,
+and arguments of the plain types (ints, floats, cudriver buffers).
+"""
+
+cimport cython
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, uintptr_t
+from libc.math cimport fabs, isinf, isnan
+from libc.float cimport FLT_MAX
+
+ctypedef int CUresult
+ctypedef void (*HostFn)(void*) noexcept nogil
+
+ctypedef CUresult (*f_p)(void*) noexcept nogil
+ctypedef CUresult (*f_pp)(void*, void*) noexcept nogil
+ctypedef CUresult (*f_ppu)(void*, void*, unsigned int) noexcept nogil
+ctypedef CUresult (*f_launch)(void*, unsigned int, unsigned int, unsigned int, unsigned int,
+                              unsigned int, unsigned int, unsigned int, void*, void**,
+                              void**) noexcept nogil
+ctypedef CUresult (*f_value32)(void*, uint64_t, uint32_t, unsigned int) noexcept nogil
+ctypedef CUresult (*f_value64)(void*, uint64_t, uint64_t, unsigned int) noexcept nogil
+ctypedef CUresult (*f_capturing)(void*, int*) noexcept nogil
+ctypedef CUresult (*f_hostfn)(void*, HostFn, void*) noexcept nogil
+
+cdef enum:
+    SUCCESS = 0
+    NOT_READY = 600
+    MAX_PARAM_BYTES = 4096
+    MAX_PARAMS = 512
+    MAX_PARAM_WORDS = 512  # MAX_PARAM_BYTES / 8
+
+# The default of wait_value32's cond (WaitCondition.GEQ, told apart from an explicit one).
+cdef object _GEQ_DEFAULT = object()
+
+# -- driver entry points ----------------------------------------------------------------
+cdef bint _loaded = False
+cdef f_p p_stream_query = NULL
+cdef f_p p_stream_sync = NULL
+cdef f_ppu p_stream_wait_event = NULL
+cdef f_pp p_event_record = NULL
+cdef f_p p_event_query = NULL
+cdef f_p p_event_sync = NULL
+cdef f_launch p_launch = NULL
+cdef f_pp p_graph_launch = NULL
+cdef f_pp p_graph_upload = NULL
+cdef f_value32 p_write32 = NULL
+cdef f_value32 p_wait32 = NULL
+cdef f_value64 p_write64 = NULL
+cdef f_value64 p_wait64 = NULL
+cdef f_capturing p_is_capturing = NULL
+cdef f_hostfn p_launch_host_func = NULL
+
+# The ABI version asked for: every entry point here has kept its CUDA 12.0 signature.
+cdef int _ABI = 12000
+
+
+cdef uintptr_t _proc(object drv, str name, int flags) except? 0:
+    try:
+        r = drv.cuGetProcAddress(name.encode(), _ABI, flags)
+    except Exception:
+        return 0
+    if int(r[0]) != SUCCESS:
+        return 0
+    return <uintptr_t>int(r[1] or 0)
+
+
+cdef int _load() except -1:
+    """Look the entry points up (once, after the driver was initialised)."""
+    global _loaded, p_stream_query, p_stream_sync, p_stream_wait_event, p_event_record
+    global p_event_query, p_event_sync, p_launch, p_graph_launch, p_graph_upload
+    global p_write32, p_wait32, p_write64, p_wait64, p_is_capturing, p_launch_host_func
+    import os
+    from cuda.bindings import driver as drv
+    # The default stream means what it means to cuda.bindings (which reads the same variable).
+    flags = 2 if os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") not in ("", "0") else 1
+    p_stream_query = <f_p>_proc(drv, "cuStreamQuery", flags)
+    p_stream_sync = <f_p>_proc(drv, "cuStreamSynchronize", flags)
+    p_stream_wait_event = <f_ppu>_proc(drv, "cuStreamWaitEvent", flags)
+    p_event_record = <f_pp>_proc(drv, "cuEventRecord", flags)
+    p_event_query = <f_p>_proc(drv, "cuEventQuery", flags)
+    p_event_sync = <f_p>_proc(drv, "cuEventSynchronize", flags)
+    p_launch = <f_launch>_proc(drv, "cuLaunchKernel", flags)
+    p_graph_launch = <f_pp>_proc(drv, "cuGraphLaunch", flags)
+    p_graph_upload = <f_pp>_proc(drv, "cuGraphUpload", flags)
+    p_write32 = <f_value32>_proc(drv, "cuStreamWriteValue32", flags)
+    p_wait32 = <f_value32>_proc(drv, "cuStreamWaitValue32", flags)
+    p_write64 = <f_value64>_proc(drv, "cuStreamWriteValue64", flags)
+    p_wait64 = <f_value64>_proc(drv, "cuStreamWaitValue64", flags)
+    p_is_capturing = <f_capturing>_proc(drv, "cuStreamIsCapturing", flags)
+    p_launch_host_func = <f_hostfn>_proc(drv, "cuLaunchHostFunc", flags)
+    _loaded = True
+    return 0
+
+
+def entry_points():
+    """``{name: found}`` for the driver entry points the core calls (for diagnostics)."""
+    if not _loaded:
+        return {}
+    return {
+        "cuStreamQuery": p_stream_query != NULL,
+        "cuStreamSynchronize": p_stream_sync != NULL,
+        "cuStreamWaitEvent": p_stream_wait_event != NULL,
+        "cuEventRecord": p_event_record != NULL,
+        "cuEventQuery": p_event_query != NULL,
+        "cuEventSynchronize": p_event_sync != NULL,
+        "cuLaunchKernel": p_launch != NULL,
+        "cuGraphLaunch": p_graph_launch != NULL,
+        "cuGraphUpload": p_graph_upload != NULL,
+        "cuStreamWriteValue32": p_write32 != NULL,
+        "cuStreamWaitValue32": p_wait32 != NULL,
+        "cuStreamWriteValue64": p_write64 != NULL,
+        "cuStreamWaitValue64": p_wait64 != NULL,
+        "cuStreamIsCapturing": p_is_capturing != NULL,
+        "cuLaunchHostFunc": p_launch_host_func != NULL,
+    }
+
+
+# -- what the core needs from the Python modules (set by configure()) ---------------------
+cdef bint _ready = False
+cdef object _GUARD = None          # errors.GUARD
+cdef object _error_for = None      # errors.error_for
+cdef object _CUresult = None       # cuda.bindings.driver.CUresult
+cdef object _drv = None            # cuda.bindings.driver
+cdef dict _ACTIVE = None           # capture.ACTIVE
+cdef object _DEFERRED = None       # _handle.deferred (a deque)
+cdef object _drain = None          # _handle.drain
+cdef object _collected = None      # _handle._collected
+cdef dict _PENDING = None          # _hostfn.PENDING
+cdef object _after_sync = None     # _hostfn.after_sync
+cdef dict _EAGER = None            # _hostfn._eager
+cdef object _KEYS = None           # _hostfn._keys
+cdef object _Record = None         # _hostfn.HostFuncRecord
+cdef object _run_host = None       # _hostfn._run
+cdef object _store = None          # _hostfn._store
+cdef object _enter = None          # errors.GUARD.enter_host_function
+cdef object _leave = None          # errors.GUARD.leave_host_function
+cdef object _trampoline_failed = None  # _hostfn._trampoline_failed
+cdef object _DeviceMemory = None     # _coerce.DeviceMemory
+cdef object _WaitCondition = None    # _enums.WaitCondition
+
+
+def configure():
+    """Connect the core to the Python modules; ``cudriver/__init__`` calls it once."""
+    global _ready, _GUARD, _error_for, _CUresult, _drv, _ACTIVE, _DEFERRED, _drain
+    global _collected, _PENDING, _after_sync, _EAGER, _KEYS, _Record, _run_host
+    global _trampoline_failed, _DeviceMemory, _WaitCondition, _store, _enter, _leave
+    from cuda.bindings import driver as drv
+    from cudriver import _coerce, _enums, _handle, _hostfn, capture, errors
+    _drv = drv
+    _CUresult = drv.CUresult
+    _GUARD = errors.GUARD
+    _error_for = errors.error_for
+    _ACTIVE = capture.ACTIVE
+    _DEFERRED = _handle.deferred
+    _drain = _handle.drain
+    _collected = _handle._collected
+    _PENDING = _hostfn.PENDING
+    _after_sync = _hostfn.after_sync
+    _EAGER = _hostfn._eager
+    _KEYS = _hostfn._keys
+    _Record = _hostfn.HostFuncRecord
+    _run_host = _hostfn._run
+    _store = _hostfn._store
+    _enter = errors.GUARD.enter_host_function
+    _leave = errors.GUARD.leave_host_function
+    _trampoline_failed = _hostfn._trampoline_failed
+    _DeviceMemory = _coerce.DeviceMemory
+    _WaitCondition = _enums.WaitCondition
+    _ready = True
+
+
+cdef object _error(CUresult status, str name):
+    """The exception for ``status`` from driver function ``name`` (as pure mode builds it)."""
+    try:
+        code = _CUresult(status)
+    except ValueError:
+        code = status
+    return _error_for(code, getattr(_drv, name))
+
+
+cdef inline bint _fast() except -1:
+    """Whether the compiled path may run: configured, loaded, guard not armed."""
+    if not _ready or _GUARD.armed:
+        return False
+    if not _loaded:
+        _load()
+    return True
+
+
+cdef inline bint _int_stream(object s, uintptr_t* out) except -1:
+    """The stream handle of ``s`` when it is a plain case; False to fall back."""
+    cdef HandleRoot r
+    if isinstance(s, StreamCore):
+        r = <HandleRoot>s
+        if r._h is None:
+            return False
+        out[0] = <uintptr_t>r._key
+        return True
+    if s is None:
+        out[0] = 0
+        return True
+    return False
+
+
+# -- the root of every handle class --------------------------------------------------------
+@cython.no_gc_clear
+cdef class HandleRoot:
+    """The C fields of every handle: the raw handle, its int value, its release state.
+
+    An object collected while open queues its release (``_handle._collected``), as the
+    ``weakref.finalize`` of the pure implementation does. The state is held by a
+    reference the garbage collector does not see, as the pure implementation's
+    finaliser registry holds it: a collection never clears the state of an object it
+    frees, and what the state keeps (the objects this one depends on) stays alive
+    until the release has run.
+    """
+
+    cdef public object _h
+    cdef public object _key
+    cdef PyObject* _st
+
+    @property
+    def _state(self):
+        if self._st == NULL:
+            return None
+        return <object>self._st
+
+    @_state.setter
+    def _state(self, value):
+        cdef PyObject* old = self._st
+        if value is None:
+            self._st = NULL
+        else:
+            Py_INCREF(value)
+            self._st = <PyObject*>value
+        Py_XDECREF(old)
+
+    def __dealloc__(self):
+        cdef PyObject* st = self._st
+        if st == NULL:
+            return
+        self._st = NULL
+        try:
+            if self._h is not None and _collected is not None:
+                _collected(<object>st)
+        except BaseException:
+            pass
+        finally:
+            Py_XDECREF(st)
+
+
+# -- streams ------------------------------------------------------------------------------
+cdef class StreamCore(HandleRoot):
+    """Compiled methods of :class:`cudriver.Stream`."""
+
+    def synchronize(self):
+        cdef CUresult st
+        cdef void* h
+        if not _fast() or self._h is None or p_stream_sync == NULL:
+            return self._py_synchronize()
+        h = <void*><uintptr_t>self._key
+        with nogil:
+            st = p_stream_sync(h)
+        if st != SUCCESS:
+            raise _error(st, "cuStreamSynchronize")
+        if _DEFERRED:
+            _drain()
+        if _PENDING:
+            _after_sync(self._key)
+
+    def query(self):
+        cdef CUresult st
+        if not _fast() or self._h is None or p_stream_query == NULL:
+            return self._py_query()
+        st = p_stream_query(<void*><uintptr_t>self._key)
+        if st == SUCCESS:
+            return True
+        if st == NOT_READY:
+            return False
+        raise _error(st, "cuStreamQuery")
+
+    def wait(self, other):
+        cdef CUresult st
+        cdef void* h
+        cdef void* e
+        if (not _fast() or self._h is None or p_stream_wait_event == NULL
+                or not isinstance(other, EventCore) or (<HandleRoot>other)._h is None):
+            return self._py_wait(other)
+        h = <void*><uintptr_t>self._key
+        e = <void*><uintptr_t>(<HandleRoot>other)._key
+        with nogil:
+            st = p_stream_wait_event(h, e, 0)
+        if st != SUCCESS:
+            raise _error(st, "cuStreamWaitEvent")
+
+    def record(self, event=None):
+        cdef CUresult st
+        cdef void* h
+        cdef void* e
+        if (not _fast() or self._h is None or p_event_record == NULL
+                or not isinstance(event, EventCore) or (<HandleRoot>event)._h is None):
+            return self._py_record(event)
+        h = <void*><uintptr_t>self._key
+        e = <void*><uintptr_t>(<HandleRoot>event)._key
+        with nogil:
+            st = p_event_record(e, h)
+        if st != SUCCESS:
+            raise _error(st, "cuEventRecord")
+        return event
+
+    def __cuda_stream__(self):
+        if self._h is None:
+            return self._py___cuda_stream__()
+        return (0, self._key)
+
+    def launch_host_func(self, fn, /, *args, **kwargs):
+        cdef CUresult st
+        cdef int status = 0
+        cdef void* h
+        cdef uintptr_t key
+        if (not _fast() or self._h is None or p_launch_host_func == NULL
+                or p_is_capturing == NULL or not callable(fn)):
+            return self._py_launch_host_func(fn, *args, **kwargs)
+        ctx = self._context
+        if ctx is None:
+            return self._py_launch_host_func(fn, *args, **kwargs)
+        h = <void*><uintptr_t>self._key
+        st = p_is_capturing(h, &status)
+        if st != SUCCESS:
+            raise _error(st, "cuStreamIsCapturing")
+        if status != 0:  # captured: the pure path keeps the record with the graph
+            return self._py_launch_host_func(fn, *args, **kwargs)
+        k = next(_KEYS)
+        key = <uintptr_t>k
+        # HostFuncRecord's fields, set without running its Python __init__.
+        rec = _Record.__new__(_Record)
+        rec.key = k
+        rec.fn = fn
+        rec.args = args
+        rec.kwargs = kwargs
+        rec._stream_key = self._key or 1  # a NULL handle is the legacy stream
+        rec.ctx_key = ctx._key
+        rec._launches = 0
+        # Registered before the call: the driver thread may run it before the call returns.
+        _EAGER[k] = rec
+        with nogil:
+            st = p_launch_host_func(h, _trampoline, <void*>key)
+        if st != SUCCESS:
+            _EAGER.pop(k, None)
+            raise _error(st, "cuLaunchHostFunc")
+
+    def write_value32(self, addr, value, *, no_memory_barrier=False):
+        cdef uint64_t a
+        cdef uint64_t v
+        cdef CUresult st
+        cdef void* h
+        if (not _fast() or self._h is None or p_write32 == NULL or _ACTIVE
+                or no_memory_barrier is not False or type(value) is not int
+                or not 0 <= value <= 4294967295 or not _memop_address(addr, 4, &a)):
+            return self._py_write_value32(addr, value, no_memory_barrier=no_memory_barrier)
+        v = value
+        h = <void*><uintptr_t>self._key
+        with nogil:
+            st = p_write32(h, a, <uint32_t>v, 0)
+        if st != SUCCESS:
+            raise _error(st, "cuStreamWriteValue32")
+
+    def wait_value32(self, addr, value, cond=_GEQ_DEFAULT, *, flush=False):
+        cdef uint64_t a
+        cdef uint64_t v
+        cdef CUresult st
+        cdef void* h
+        cdef int c
+        if cond is _GEQ_DEFAULT:
+            c = 0
+        elif type(cond) is _WaitCondition:
+            c = cond._value_
+        else:
+            c = -1
+        if (not _fast() or self._h is None or p_wait32 == NULL or _ACTIVE or c < 0 or c > 2
+                or flush is not False or type(value) is not int or not 0 <= value <= 4294967295
+                or not _memop_address(addr, 4, &a)):
+            if cond is _GEQ_DEFAULT:
+                return self._py_wait_value32(addr, value, flush=flush)
+            return self._py_wait_value32(addr, value, cond, flush=flush)
+        v = value
+        h = <void*><uintptr_t>self._key
+        with nogil:
+            st = p_wait32(h, a, <uint32_t>v, <unsigned int>c)
+        if st != SUCCESS:
+            raise _error(st, "cuStreamWaitValue32")
+
+
+cdef inline bint _memop_address(object addr, uint64_t width, uint64_t* out) except -1:
+    """A plain int address or an open cudriver device buffer, aligned and big enough."""
+    cdef uint64_t a
+    cdef HandleRoot r
+    if type(addr) is int:
+        if not 0 < addr <= 0xFFFFFFFFFFFFFFFF:
+            return False
+        a = addr
+    elif isinstance(addr, _DeviceMemory):
+        r = <HandleRoot>addr
+        if r._h is None or addr._nbytes < width:
+            return False
+        a = <uint64_t>r._key
+    else:
+        return False
+    if a & (width - 1):
+        return False
+    out[0] = a
+    return True
+
+
+# -- host functions ---------------------------------------------------------------------------
+cdef extern from *:
+    """
+    /* Set once a driver thread keeps a Python thread state for its host functions. */
+    static __thread int cudriver_primed = 0;
+    """
+    int cudriver_primed
+
+cdef extern from "Python.h":
+    ctypedef int PyGILState_STATE
+    PyGILState_STATE PyGILState_Ensure() nogil
+    void* PyEval_SaveThread() nogil
+
+
+cdef void _trampoline(void* data) noexcept nogil:
+    # Runs on a driver thread; takes the GIL only to run the record's callable.
+    global cudriver_primed
+    if not cudriver_primed:
+        # A thread without a Python thread state gets a new one from every
+        # PyGILState_Ensure and loses it at the matching release: a few microseconds
+        # per host function, with the GIL held. One Ensure never released keeps this
+        # thread's state for good (driver threads are few and live as long as the
+        # process), so later host functions only take and drop the GIL.
+        PyGILState_Ensure()
+        PyEval_SaveThread()
+        cudriver_primed = 1
+    _run_record(<uintptr_t>data)
+
+
+cdef void _run_record(uintptr_t key) noexcept with gil:
+    try:
+        k = key
+        rec = _EAGER.pop(k, None)
+        if rec is None:  # a captured record: the pure path finds and accounts for it
+            _run_host(k)
+            return
+        _enter()
+        try:
+            rec.fn(*rec.args, **rec.kwargs)
+        except BaseException as exc:
+            _store(rec, exc)
+        finally:
+            _leave()
+    except BaseException as exc:
+        try:
+            _trampoline_failed(exc)
+        except BaseException:
+            pass
+
+
+def trampoline_address():
+    """The address of the C host-function trampoline (it lives as long as the process)."""
+    return <uintptr_t>_trampoline
+
+
+# -- events -------------------------------------------------------------------------------------
+cdef class EventCore(HandleRoot):
+    """Compiled methods of :class:`cudriver.Event`."""
+
+    def record(self, stream=None):
+        cdef CUresult st
+        cdef uintptr_t s = 0
+        cdef void* e
+        if (not _fast() or self._h is None or p_event_record == NULL
+                or not _int_stream(stream, &s)):
+            return self._py_record(stream)
+        e = <void*><uintptr_t>self._key
+        with nogil:
+            st = p_event_record(e, <void*>s)
+        if st != SUCCESS:
+            raise _error(st, "cuEventRecord")
+        return self
+
+    def query(self):
+        cdef CUresult st
+        if not _fast() or self._h is None or p_event_query == NULL:
+            return self._py_query()
+        st = p_event_query(<void*><uintptr_t>self._key)
+        if st == SUCCESS:
+            return True
+        if st == NOT_READY:
+            return False
+        raise _error(st, "cuEventQuery")
+
+    def synchronize(self):
+        cdef CUresult st
+        cdef void* e
+        if not _fast() or self._h is None or p_event_sync == NULL:
+            return self._py_synchronize()
+        e = <void*><uintptr_t>self._key
+        with nogil:
+            st = p_event_sync(e)
+        if st != SUCCESS:
+            raise _error(st, "cuEventSynchronize")
+        if _DEFERRED:
+            _drain()
+
+
+# -- executable graphs --------------------------------------------------------------------------
+cdef class GraphExecCore(HandleRoot):
+    """Compiled methods of :class:`cudriver.GraphExec`."""
+
+    def launch(self, stream):
+        cdef CUresult st
+        cdef uintptr_t s = 0
+        cdef void* g
+        if (not _fast() or self._h is None or p_graph_launch == NULL or _ACTIVE
+                or self._host_records or not _int_stream(stream, &s)):
+            return self._py_launch(stream)
+        g = <void*><uintptr_t>self._key
+        with nogil:
+            st = p_graph_launch(g, <void*>s)
+        if st != SUCCESS:
+            raise _error(st, "cuGraphLaunch")
+        streams = self._streams
+        if streams is not None:
+            streams.add(<object>s)
+
+    def upload(self, stream):
+        cdef CUresult st
+        cdef uintptr_t s = 0
+        cdef void* g
+        if (not _fast() or self._h is None or p_graph_upload == NULL
+                or not _int_stream(stream, &s)):
+            return self._py_upload(stream)
+        g = <void*><uintptr_t>self._key
+        with nogil:
+            st = p_graph_upload(g, <void*>s)
+        if st != SUCCESS:
+            raise _error(st, "cuGraphUpload")
+
+
+# -- kernels ------------------------------------------------------------------------------------
+cdef inline bint _dim3(object v, unsigned int* out) except -1:
+    """An int or a tuple of 1 to 3 ints, each in [1, 2**32 - 1]; False to fall back."""
+    cdef Py_ssize_t n, i
+    out[0] = 1
+    out[1] = 1
+    out[2] = 1
+    if type(v) is int:
+        if not 1 <= v <= 4294967295:
+            return False
+        out[0] = <unsigned int>v
+        return True
+    if type(v) is not tuple:
+        return False
+    n = len(<tuple>v)
+    if n < 1 or n > 3:
+        return False
+    for i in range(n):
+        x = (<tuple>v)[i]
+        if type(x) is not int or not 1 <= x <= 4294967295:
+            return False
+        out[i] = <unsigned int>x
+    return True
+
+
+cdef inline int _pack(object items, tuple args, char* buf, void** ptrs, Py_ssize_t total) except -1:
+    """Pack ``args`` into ``buf`` by ``items`` (index, size, offset).
+
+    Returns 0 when something needs the pure packer, 1 when done, 2 when done and a
+    cudriver device buffer is among the arguments.
+    """
+    cdef Py_ssize_t i, s, o
+    cdef int res = 1
+    cdef double d
+    cdef int64_t q
+    cdef HandleRoot r
+    for item in <tuple>items:
+        i = (<tuple>item)[0]
+        s = (<tuple>item)[1]
+        o = (<tuple>item)[2]
+        if o + s > total:
+            return 0
+        v = args[i]
+        t = type(v)
+        if t is float:
+            d = v
+            if s == 8:
+                (<double*>(buf + o))[0] = d
+            elif s == 4:
+                if not (isnan(d) or isinf(d) or fabs(d) <= FLT_MAX):
+                    return 0
+                (<float*>(buf + o))[0] = <float>d
+            else:
+                return 0
+        elif t is int:
+            if s == 4:
+                if not -2147483648 <= v <= 2147483647:
+                    return 0
+                (<int32_t*>(buf + o))[0] = <int32_t>v
+            elif s == 8:
+                if not -9223372036854775808 <= v <= 9223372036854775807:
+                    return 0
+                q = v
+                (<int64_t*>(buf + o))[0] = q
+            else:
+                return 0
+        elif s == 8 and isinstance(v, _DeviceMemory):
+            r = <HandleRoot>v
+            if r._h is None:
+                return 0
+            (<uint64_t*>(buf + o))[0] = <uint64_t>r._key
+            res = 2
+        else:
+            return 0
+        ptrs[i] = buf + o
+    return res
+
+
+cdef class KernelCore(HandleRoot):
+    """Compiled methods of :class:`cudriver.Kernel`."""
+
+    def launch(self, stream, grid, block, *args, shared_mem=0):
+        cdef unsigned int g[3]
+        cdef unsigned int b[3]
+        cdef uintptr_t s = 0
+        cdef unsigned int shmem
+        cdef CUresult st
+        cdef void* f
+        cdef uint64_t storage[MAX_PARAM_WORDS]
+        cdef void* ptrs[MAX_PARAMS]
+        cdef void** params = NULL
+        cdef int packed = 1
+        cdef Py_ssize_t n
+        if (not _fast() or self._h is None or p_launch == NULL or _ACTIVE
+                or type(shared_mem) is not int or not 0 <= shared_mem <= 4294967295
+                or not _dim3(grid, g) or not _dim3(block, b) or not _int_stream(stream, &s)):
+            return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem)
+        lay = self._layout
+        if lay is None:
+            return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem)
+        n = len(args)
+        if n != lay.n:
+            return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem)
+        if n:
+            if n > MAX_PARAMS or lay.total > MAX_PARAM_BYTES:
+                return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem)
+            packed = _pack(lay.items, args, <char*>storage, ptrs, MAX_PARAM_BYTES)
+            if not packed:
+                return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem)
+            params = ptrs
+        shmem = shared_mem
+        f = <void*><uintptr_t>self._key
+        with nogil:
+            st = p_launch(f, g[0], g[1], g[2], b[0], b[1], b[2], shmem, <void*>s, params, NULL)
+        if st != SUCCESS:
+            raise self._launch_error(_code(st), (g[0], g[1], g[2]), (b[0], b[1], b[2]), shmem)
+        if packed == 2:
+            key = <object>s
+            for a in args:
+                if isinstance(a, _DeviceMemory):
+                    a._note_use(key)
+
+
+cdef object _code(CUresult status):
+    try:
+        return _CUresult(status)
+    except ValueError:
+        return status
+
+
+cdef class PlanCore:
+    """C fields and the compiled launch of :class:`cudriver.LaunchPlan`.
+
+    ``_core_set`` (called whenever the plan is (re)packed) copies what a launch needs
+    into C fields: the function, the dimensions, the parameter array's address.
+    """
+
+    cdef object _c_kernel
+    cdef object _c_used
+    cdef void* _c_func
+    cdef void** _c_params
+    cdef unsigned int _c_dims[6]
+    cdef unsigned int _c_shmem
+
+    def _core_set(self, kernel, func, grid, block, shmem, params, used):
+        self._c_kernel = kernel
+        self._c_used = tuple(used)
+        self._c_func = <void*><uintptr_t>func
+        self._c_params = <void**><uintptr_t>params
+        for i in range(3):
+            self._c_dims[i] = grid[i]
+            self._c_dims[3 + i] = block[i]
+        self._c_shmem = shmem
+
+    def launch(self, stream):
+        cdef uintptr_t s = 0
+        cdef CUresult st
+        cdef void* f = self._c_func
+        cdef void** params = self._c_params
+        cdef unsigned int* d = self._c_dims
+        cdef unsigned int shmem = self._c_shmem
+        k = self._c_kernel
+        if (not _fast() or k is None or (<HandleRoot>k)._h is None or p_launch == NULL
+                or _ACTIVE or not _int_stream(stream, &s)):
+            return self._py_launch(stream)
+        with nogil:
+            st = p_launch(f, d[0], d[1], d[2], d[3], d[4], d[5], shmem, <void*>s, params, NULL)
+        if st != SUCCESS:
+            raise k._launch_error(_code(st), self.grid, self.block, shmem)
+        used = self._c_used
+        if used:
+            key = <object>s
+            for a in <tuple>used:
+                a._note_use(key)
