@@ -217,10 +217,29 @@ def _trampoline_failed(exc: BaseException) -> None:
     _unraisable(exc, "Exception ignored in the cudriver host-function trampoline", None)
 
 
+_primed = threading.local()
+
+
+def _prime() -> None:
+    """Keep the calling driver thread's Python thread state for good.
+
+    ctypes makes a new thread state for every callback on a thread that has none, and
+    deletes it afterwards: about 10 µs per host function, most of it with the GIL held
+    (measured on an H100 with Python 3.12). One ``PyGILState_Ensure`` never released
+    keeps the state (driver threads are few and live as long as the process).
+    """
+    ensure = ctypes.pythonapi.PyGILState_Ensure
+    ensure.restype = ctypes.c_int
+    ensure()
+    _primed.done = True
+
+
 def _trampoline(user_data: int | None) -> None:
     # Runs on a driver thread, which ctypes has given the GIL. Nothing may propagate
     # into the driver: ctypes would only print it, and the driver cannot handle it.
     try:
+        if not getattr(_primed, "done", False):
+            _prime()
         _run(user_data or 0)
     except BaseException as exc:
         try:
