@@ -12,7 +12,7 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver import _impl
+from cudriver import _handle, _impl
 from cudriver._handle import Handle
 from cudriver.event import Event
 from cudriver.graph import GraphExec
@@ -34,6 +34,7 @@ ADOPTED = {
     GraphExec: ("launch", "upload"),
     Kernel: ("launch",),
     LaunchPlan: ("launch",),
+    cu.DeviceBuffer: ("__init__", "close"),
 }
 
 
@@ -80,7 +81,8 @@ def test_hot_methods_come_from_the_implementation_in_use(cls: type) -> None:
             assert not inspect.isfunction(method), f"{cls.__name__}.{name} is pure Python"
             pure = getattr(cls, f"_py_{name}")
             assert inspect.isfunction(pure)
-            assert method.__doc__ == pure.__doc__  # the documentation is shared
+            if name != "__init__":  # a slot wrapper's docstring cannot be set
+                assert method.__doc__ == pure.__doc__  # the documentation is shared
         else:
             assert inspect.isfunction(method)
             assert not hasattr(cls, f"_py_{name}")
@@ -99,6 +101,9 @@ def test_a_weakref_finalize_per_handle_only_in_pure_python() -> None:
         assert p._finalizer is None and made == 0  # the root type's deallocator serves
     else:
         assert p._finalizer is not None and made == 1
+    assert type(p._state) is _handle._State
+    if _impl.COMPILED:
+        assert _handle._State is _impl.core.State
     p.close()
 
 

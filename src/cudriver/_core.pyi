@@ -18,3 +18,22 @@ class KernelCore(HandleRoot): ...
 
 class PlanCore:
     def _core_set(self, *fields: Any) -> None: ...
+
+class BufferCore(HandleRoot): ...
+
+class State:
+    closing: Any
+    dependants: Any
+    deps: Any
+    func: Any
+    handle: Any
+    keep: Any
+    kind: Any
+    leases: Any
+    on_release: Any
+    pid: Any
+    release: Any
+    used_on: Any
+    def __init__(
+        self, handle: Any, release: Any, func: Any, kind: Any, keep: Any, on_release: Any
+    ) -> None: ...

@@ -34,6 +34,11 @@ ctypedef CUresult (*f_value32)(void*, uint64_t, uint32_t, unsigned int) noexcept
 ctypedef CUresult (*f_value64)(void*, uint64_t, uint64_t, unsigned int) noexcept nogil
 ctypedef CUresult (*f_capturing)(void*, int*) noexcept nogil
 ctypedef CUresult (*f_hostfn)(void*, HostFn, void*) noexcept nogil
+ctypedef CUresult (*f_ctx_get)(void**) noexcept nogil
+ctypedef CUresult (*f_alloc)(uint64_t*, size_t) noexcept nogil
+ctypedef CUresult (*f_free)(uint64_t) noexcept nogil
+ctypedef CUresult (*f_alloc_async)(uint64_t*, size_t, void*) noexcept nogil
+ctypedef CUresult (*f_free_async)(uint64_t, void*) noexcept nogil
 
 cdef enum:
     SUCCESS = 0
@@ -62,6 +67,13 @@ cdef f_value64 p_write64 = NULL
 cdef f_value64 p_wait64 = NULL
 cdef f_capturing p_is_capturing = NULL
 cdef f_hostfn p_launch_host_func = NULL
+cdef f_ctx_get p_ctx_get_current = NULL
+cdef f_p p_ctx_push = NULL
+cdef f_ctx_get p_ctx_pop = NULL
+cdef f_alloc p_mem_alloc = NULL
+cdef f_free p_mem_free = NULL
+cdef f_alloc_async p_mem_alloc_async = NULL
+cdef f_free_async p_mem_free_async = NULL
 
 # The ABI version asked for: every entry point here has kept its CUDA 12.0 signature.
 cdef int _ABI = 12000
@@ -82,6 +94,8 @@ cdef int _load() except -1:
     global _loaded, p_stream_query, p_stream_sync, p_stream_wait_event, p_event_record
     global p_event_query, p_event_sync, p_launch, p_graph_launch, p_graph_upload
     global p_write32, p_wait32, p_write64, p_wait64, p_is_capturing, p_launch_host_func
+    global p_ctx_get_current, p_ctx_push, p_ctx_pop, p_mem_alloc, p_mem_free
+    global p_mem_alloc_async, p_mem_free_async
     import os
     from cuda.bindings import driver as drv
     # The default stream means what it means to cuda.bindings (which reads the same variable).
@@ -101,6 +115,13 @@ cdef int _load() except -1:
     p_wait64 = <f_value64>_proc(drv, "cuStreamWaitValue64", flags)
     p_is_capturing = <f_capturing>_proc(drv, "cuStreamIsCapturing", flags)
     p_launch_host_func = <f_hostfn>_proc(drv, "cuLaunchHostFunc", flags)
+    p_ctx_get_current = <f_ctx_get>_proc(drv, "cuCtxGetCurrent", flags)
+    p_ctx_push = <f_p>_proc(drv, "cuCtxPushCurrent", flags)
+    p_ctx_pop = <f_ctx_get>_proc(drv, "cuCtxPopCurrent", flags)
+    p_mem_alloc = <f_alloc>_proc(drv, "cuMemAlloc", flags)
+    p_mem_free = <f_free>_proc(drv, "cuMemFree", flags)
+    p_mem_alloc_async = <f_alloc_async>_proc(drv, "cuMemAllocAsync", flags)
+    p_mem_free_async = <f_free_async>_proc(drv, "cuMemFreeAsync", flags)
     _loaded = True
     return 0
 
@@ -125,6 +146,13 @@ def entry_points():
         "cuStreamWaitValue64": p_wait64 != NULL,
         "cuStreamIsCapturing": p_is_capturing != NULL,
         "cuLaunchHostFunc": p_launch_host_func != NULL,
+        "cuCtxGetCurrent": p_ctx_get_current != NULL,
+        "cuCtxPushCurrent": p_ctx_push != NULL,
+        "cuCtxPopCurrent": p_ctx_pop != NULL,
+        "cuMemAlloc": p_mem_alloc != NULL,
+        "cuMemFree": p_mem_free != NULL,
+        "cuMemAllocAsync": p_mem_alloc_async != NULL,
+        "cuMemFreeAsync": p_mem_free_async != NULL,
     }
 
 
@@ -150,6 +178,12 @@ cdef object _leave = None          # errors.GUARD.leave_host_function
 cdef object _trampoline_failed = None  # _hostfn._trampoline_failed
 cdef object _DeviceMemory = None     # _coerce.DeviceMemory
 cdef object _WaitCondition = None    # _enums.WaitCondition
+cdef dict _ADOPTED = None          # device._adopted
+cdef object _OWNED = None          # device._owned (weak values)
+cdef object _LEGACY = None         # memory._LEGACY (the CU_STREAM_LEGACY handle)
+cdef object _CUdeviceptr = None    # cuda.bindings.driver.CUdeviceptr
+cdef object _free_async_py = None  # memory._free_async
+cdef object _SUCCESS_TUPLE = None  # (CUresult.CUDA_SUCCESS,): a release's status
 
 
 def configure():
@@ -157,8 +191,9 @@ def configure():
     global _ready, _GUARD, _error_for, _CUresult, _drv, _ACTIVE, _DEFERRED, _drain
     global _collected, _PENDING, _after_sync, _EAGER, _KEYS, _Record, _run_host
     global _trampoline_failed, _DeviceMemory, _WaitCondition, _store, _enter, _leave
+    global _ADOPTED, _OWNED, _LEGACY, _CUdeviceptr, _free_async_py, _SUCCESS_TUPLE
     from cuda.bindings import driver as drv
-    from cudriver import _coerce, _enums, _handle, _hostfn, capture, errors
+    from cudriver import _coerce, _enums, _handle, _hostfn, capture, device, errors, memory
     _drv = drv
     _CUresult = drv.CUresult
     _GUARD = errors.GUARD
@@ -179,6 +214,13 @@ def configure():
     _trampoline_failed = _hostfn._trampoline_failed
     _DeviceMemory = _coerce.DeviceMemory
     _WaitCondition = _enums.WaitCondition
+    _ADOPTED = device._adopted
+    _OWNED = device._owned
+    _LEGACY = memory._LEGACY
+    _CUdeviceptr = drv.CUdeviceptr
+    _free_async_py = memory._free_async
+    _SUCCESS_TUPLE = (drv.CUresult.CUDA_SUCCESS,)
+    configure_releases()
     _ready = True
 
 
@@ -367,9 +409,12 @@ cdef class StreamCore(HandleRoot):
         cdef uint64_t v
         cdef CUresult st
         cdef void* h
-        if (not _fast() or self._h is None or p_write32 == NULL or _ACTIVE
-                or no_memory_barrier is not False or type(value) is not int
-                or not 0 <= value <= 4294967295 or not _memop_address(addr, 4, &a)):
+        cdef int kind = 0
+        if (_fast() and self._h is not None and p_write32 != NULL and not _ACTIVE
+                and no_memory_barrier is False and type(value) is int
+                and 0 <= value <= 4294967295):
+            kind = _memop_address(addr, 4, &a)
+        if not kind:
             return self._py_write_value32(addr, value, no_memory_barrier=no_memory_barrier)
         v = value
         h = <void*><uintptr_t>self._key
@@ -390,9 +435,12 @@ cdef class StreamCore(HandleRoot):
             c = cond._value_
         else:
             c = -1
-        if (not _fast() or self._h is None or p_wait32 == NULL or _ACTIVE or c < 0 or c > 2
-                or flush is not False or type(value) is not int or not 0 <= value <= 4294967295
-                or not _memop_address(addr, 4, &a)):
+        cdef int kind = 0
+        if (_fast() and self._h is not None and p_wait32 != NULL and not _ACTIVE
+                and 0 <= c <= 2 and flush is False and type(value) is int
+                and 0 <= value <= 4294967295):
+            kind = _memop_address(addr, 4, &a)
+        if not kind:
             if cond is _GEQ_DEFAULT:
                 return self._py_wait_value32(addr, value, flush=flush)
             return self._py_wait_value32(addr, value, cond, flush=flush)
@@ -404,25 +452,30 @@ cdef class StreamCore(HandleRoot):
             raise _error(st, "cuStreamWaitValue32")
 
 
-cdef inline bint _memop_address(object addr, uint64_t width, uint64_t* out) except -1:
-    """A plain int address or an open cudriver device buffer, aligned and big enough."""
+cdef inline int _memop_address(object addr, uint64_t width, uint64_t* out) except -1:
+    """A plain int address (1) or an open cudriver device buffer (2), aligned and big
+    enough; 0 to fall back. (Stream memory operations on stream-ordered memory are
+    refused by the driver, so no free needs ordering after them.)"""
     cdef uint64_t a
     cdef HandleRoot r
+    cdef int kind
     if type(addr) is int:
         if not 0 < addr <= 0xFFFFFFFFFFFFFFFF:
-            return False
+            return 0
         a = addr
+        kind = 1
     elif isinstance(addr, _DeviceMemory):
         r = <HandleRoot>addr
         if r._h is None or addr._nbytes < width:
-            return False
+            return 0
         a = <uint64_t>r._key
+        kind = 2
     else:
-        return False
+        return 0
     if a & (width - 1):
-        return False
+        return 0
     out[0] = a
-    return True
+    return kind
 
 
 # -- host functions ---------------------------------------------------------------------------
@@ -731,3 +784,342 @@ cdef class PlanCore:
             key = <object>s
             for a in <tuple>used:
                 a._note_use(key)
+
+
+# -- release states ------------------------------------------------------------------------------
+cdef class State:
+    """What a handle's release needs (the compiled ``_handle._State``; same fields).
+
+    Never refers back to the owning object. ``dependants`` holds the ids of the
+    unreleased states that keep this one; ``deps`` the states of the handles in
+    ``keep``.
+    """
+
+    cdef public object closing
+    cdef public object dependants
+    cdef public object deps
+    cdef public object func
+    cdef public object handle
+    cdef public object keep
+    cdef public object kind
+    cdef public object leases
+    cdef public object on_release
+    cdef public object pid
+    cdef public object release
+    cdef public object used_on
+
+    def __init__(self, handle, release, func, kind, keep, on_release):
+        _state_init(self, handle, release, func, kind, keep, on_release)
+
+
+cdef extern from "<unistd.h>":
+    int getpid() nogil
+
+
+cdef inline State _state_init(State self, object handle, object release, object func,
+                              object kind, object keep, object on_release):
+    self.handle = handle
+    self.release = release
+    self.func = func
+    self.pid = getpid()
+    self.kind = kind
+    self.keep = keep
+    self.on_release = on_release
+    self.leases = set()
+    self.dependants = set()
+    self.closing = False
+    self.used_on = None
+    deps = ()
+    if keep:
+        found = []
+        for k in keep:
+            if isinstance(k, HandleRoot):
+                found.append((<HandleRoot>k)._state)
+        if found:
+            deps = tuple(found)
+            me = id(self)
+            for dep in deps:
+                dep.dependants.add(me)
+    self.deps = deps
+    return self
+
+
+cdef inline CUresult _in_context(uintptr_t ctx, bint* pushed) noexcept nogil:
+    """Make ``ctx`` current unless it is; ``pushed`` says whether to pop afterwards."""
+    cdef void* cur = NULL
+    cdef CUresult st = p_ctx_get_current(&cur)
+    pushed[0] = False
+    if st == SUCCESS and <uintptr_t>cur == ctx:
+        return SUCCESS
+    st = p_ctx_push(<void*>ctx)
+    if st == SUCCESS:
+        pushed[0] = True
+    return st
+
+
+cdef inline void _pop_context() noexcept nogil:
+    cdef void* ignored = NULL
+    p_ctx_pop(&ignored)
+
+
+cdef class MemFree:
+    """The release of a ``cuMemAlloc`` buffer: ``cuMemFree`` with its context current.
+
+    Called with the buffer's handle, returns a status tuple as the bindings do.
+    """
+
+    cdef uintptr_t ctx
+
+    def __call__(self, handle):
+        cdef CUresult st
+        cdef bint pushed = False
+        cdef uint64_t ptr = <uint64_t>int(handle)
+        cdef uintptr_t ctx = self.ctx
+        with nogil:
+            st = _in_context(ctx, &pushed)
+            if st == SUCCESS:
+                st = p_mem_free(ptr)
+                if pushed:
+                    _pop_context()
+        return _SUCCESS_TUPLE if st == SUCCESS else (_code(st),)
+
+
+cdef class MemFreeAsync:
+    """The release of a stream-ordered buffer: ``cuMemFreeAsync`` on its stream.
+
+    When no other stream used the buffer and its stream is open, the free is
+    enqueued here; otherwise ``memory._free_async`` orders it first.
+    """
+
+    cdef object ctx_h
+    cdef object stream
+    cdef object used_on
+
+    def __call__(self, handle):
+        cdef CUresult st
+        cdef bint pushed = False
+        cdef uint64_t ptr
+        cdef uintptr_t ctx
+        cdef void* sh
+        s = self.stream
+        if self.used_on or (<HandleRoot>s)._h is None or p_mem_free_async == NULL:
+            return _free_async_py(self.ctx_h, s, self.used_on, handle)
+        ptr = <uint64_t>int(handle)
+        ctx = <uintptr_t>int(self.ctx_h)
+        sh = <void*><uintptr_t>(<HandleRoot>s)._key
+        with nogil:
+            st = _in_context(ctx, &pushed)
+            if st == SUCCESS:
+                st = p_mem_free_async(ptr, sh)
+                if pushed:
+                    _pop_context()
+        return _SUCCESS_TUPLE if st == SUCCESS else (_code(st),)
+
+
+# -- device buffers ------------------------------------------------------------------------------
+cdef object _current_context():
+    """The current context's owning Context, when it is one cudriver knows; else None."""
+    cdef void* cur = NULL
+    if p_ctx_get_current(&cur) != SUCCESS or cur == NULL:
+        return None
+    key = <uintptr_t>cur
+    ctx = _ADOPTED.get(key)
+    if ctx is not None:
+        return ctx
+    ctx = _OWNED.get(key)
+    if ctx is not None and (<HandleRoot>ctx)._h is not None:
+        return ctx
+    return None
+
+
+cdef class BufferCore(HandleRoot):
+    """The compiled constructor of :class:`cudriver.DeviceBuffer`.
+
+    Allocates in C for a plain size with ``stream`` None or a cudriver ``Stream``
+    and no ``context``; anything else goes to the pure constructor.
+    """
+
+    def __init__(self, nbytes, *, stream=None, context=None):
+        cdef CUresult st
+        cdef uint64_t ptr = 0
+        cdef size_t n
+        cdef bint pushed = False
+        cdef uintptr_t cctx
+        cdef void* sh
+        if (not _fast() or context is not None or type(nbytes) is not int
+                or not 0 < nbytes <= 0x7FFFFFFFFFFFFFFF or p_mem_alloc == NULL
+                or p_mem_free == NULL or p_ctx_get_current == NULL or p_ctx_push == NULL or p_ctx_pop == NULL):
+            self._py___init__(nbytes, stream=stream, context=context)
+            return
+        n = nbytes
+        if stream is None:
+            ctx = _current_context()
+            if ctx is None:
+                self._py___init__(nbytes, stream=stream, context=context)
+                return
+            with nogil:
+                st = p_mem_alloc(&ptr, n)
+            if st != SUCCESS:
+                raise _error(st, "cuMemAlloc")
+            release = MemFree.__new__(MemFree)
+            (<MemFree>release).ctx = <uintptr_t>(<HandleRoot>ctx)._key
+            _buffer_fields(self, nbytes, ctx, None, None, _LEGACY)
+            _handle_fields(self, _CUdeviceptr(ptr), release, "cuMemFree", (ctx,), None)
+            return
+        if (not isinstance(stream, StreamCore) or (<HandleRoot>stream)._h is None
+                or p_mem_alloc_async == NULL or p_mem_free_async == NULL):
+            self._py___init__(nbytes, stream=stream, context=context)
+            return
+        ctx = stream._context
+        if ctx is None or (<HandleRoot>ctx)._h is None:
+            self._py___init__(nbytes, stream=stream, context=context)
+            return
+        cctx = <uintptr_t>(<HandleRoot>ctx)._key
+        sh = <void*><uintptr_t>(<HandleRoot>stream)._key
+        with nogil:
+            st = _in_context(cctx, &pushed)
+            if st == SUCCESS:
+                st = p_mem_alloc_async(&ptr, n, sh)
+                if pushed:
+                    _pop_context()
+        if st != SUCCESS:
+            raise _error(st, "cuMemAllocAsync")
+        used_on = set()
+        release = MemFreeAsync.__new__(MemFreeAsync)
+        (<MemFreeAsync>release).ctx_h = (<HandleRoot>ctx)._h
+        (<MemFreeAsync>release).stream = stream
+        (<MemFreeAsync>release).used_on = used_on
+        sh_obj = (<HandleRoot>stream)._h
+        k = (<HandleRoot>stream)._key
+        _buffer_fields(self, nbytes, ctx, stream, k if k else 1, sh_obj)
+        _handle_fields(self, _CUdeviceptr(ptr), release, "cuMemFreeAsync", (stream, ctx), used_on)
+
+
+    def close(self):
+        cdef HandleRoot me = self
+        if me._h is None:
+            return
+        if self._views is not None or self._finalizer is not None:
+            return self._py_close()
+        me._h = None
+        release_state(me._state)
+        if _DEFERRED:
+            _drain()
+
+
+cdef inline void _buffer_fields(object self, object n, object ctx, object st,
+                                object stream_int, object sync_h) except *:
+    # DeviceBuffer._set_fields(n, ctx, st, None, None, None, 0), written out.
+    self._nbytes = n
+    self._context = ctx
+    self._stream = st
+    self._stream_int = stream_int
+    self._sync_h = sync_h
+    self._dtype = None
+    self._shape = None
+    self._base = None
+    self._offset = 0
+    self._views = None
+
+
+cdef inline void _handle_fields(HandleRoot self, object h, object release, object func,
+                                tuple keep, object used_on) except *:
+    # Handle._init_handle(h, release=..., func=..., keep=..., used_on=...), written out.
+    cdef State state
+    self._h = h
+    self._key = int(h)
+    self._owned = True
+    self._owner = None
+    if _DEFERRED:
+        _drain()
+    state = State.__new__(State)
+    _state_init(state, h, release, func, self._kind, keep, None)
+    if used_on is not None:
+        state.used_on = used_on
+    self._state = state
+    self._finalizer = None
+
+
+# -- releases (the compiled _handle.release_state and _handle._release) -------------------------
+cdef object _may_release_now_py = None  # _handle._may_release_now
+cdef object _warn = None                # _handle._warn
+cdef object _make_error = None          # errors.make_error
+cdef object _is_finalizing = None       # sys.is_finalizing
+cdef object _SUCCESS_CODE = None        # CUresult.CUDA_SUCCESS
+
+
+def configure_releases():
+    """Connect the release functions to ``_handle``; called by ``configure()``."""
+    global _may_release_now_py, _warn, _make_error, _is_finalizing, _SUCCESS_CODE
+    import sys
+    from cuda.bindings import driver as drv
+    from cudriver import _handle, errors
+    _may_release_now_py = _handle._may_release_now
+    _warn = _handle._warn
+    _make_error = errors.make_error
+    _is_finalizing = sys.is_finalizing
+    _SUCCESS_CODE = drv.CUresult.CUDA_SUCCESS
+
+
+cdef inline bint _may_release_now() except -1:
+    if _GUARD.captures:
+        return False
+    if _GUARD.armed or _GUARD.restrictive:
+        return bool(_may_release_now_py())
+    return True
+
+
+def release_state(state, *, collected=False):
+    """Release ``state``'s handle once, now or later (see ``_handle``). Never raises."""
+    cdef State st = <State?>state
+    if st.handle is None:
+        return
+    # Closing first, then the leases: see the pure implementation.
+    st.closing = True
+    if st.leases or st.dependants:
+        return
+    if collected or not _may_release_now():
+        _DEFERRED.append(st)
+        return
+    release(st)
+
+
+def release(state):
+    """Run ``state``'s release now, once (the compiled ``_handle._release``).
+
+    Claiming the handle (test and clear) runs in C with the GIL held and no Python
+    code in between, so two threads never both claim it.
+    """
+    cdef State st = <State?>state
+    handle = st.handle
+    if handle is None:
+        return
+    st.handle = None
+    rel = st.release
+    st.release = None
+    on_release = st.on_release
+    st.on_release = None
+    try:
+        if rel is not None and not _is_finalizing() and getpid() == st.pid:
+            try:
+                r = rel(handle)
+            except Exception as exc:  # the driver or its library went away
+                _warn(f"{st.kind} release failed: {exc!r}")
+            else:
+                if r is not None and r[0] is not _SUCCESS_CODE:
+                    _warn(f"releasing a {st.kind} failed: {_make_error(r[0], st.func)}")
+        if on_release is not None and getpid() == st.pid:
+            try:
+                on_release()
+            except Exception as exc:
+                _warn(f"{st.kind} release hook failed: {exc!r}")
+    finally:
+        # Dependencies go only after the handle: dependants are released first.
+        me = id(st)
+        for dep in st.deps:
+            (<State?>dep).dependants.discard(me)
+            if (dep.closing and not dep.leases and not dep.dependants
+                    and dep.handle is not None):
+                _DEFERRED.append(dep)
+        st.deps = ()
+        st.keep = None

@@ -38,10 +38,11 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from typing_extensions import Self
 
+from . import _impl
 from ._bindings import SUCCESS
 from ._impl import COMPILED, HandleRoot
 from .errors import GUARD, ClosedError, CudaWarning, capturing_on_this_thread, make_error
@@ -102,6 +103,11 @@ class _State:
         # For stream-ordered memory: the int handles of other streams where work using
         # it was enqueued (see cudriver.memory); None for everything else.
         self.used_on: set[int] | None = None
+
+
+if not TYPE_CHECKING and COMPILED:
+    # The compiled core's State: the same fields, built in C.
+    _State = _impl.core.State
 
 
 #: States whose release was deferred; see the module docstring.
@@ -197,6 +203,12 @@ def _queue_if_free(state: _State) -> None:
     """Queue ``state`` if it was closed and nothing holds it any more."""
     if state.closing and not state.leases and not state.dependants and state.handle is not None:
         deferred.append(state)
+
+
+if not TYPE_CHECKING and COMPILED:
+    # The compiled core's versions: the same steps, without the Python frames.
+    release_state = _impl.core.release_state
+    _release = _impl.core.release
 
 
 class Lease:

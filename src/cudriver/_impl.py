@@ -34,6 +34,7 @@ __all__ = [
     "GraphExecCore",
     "KernelCore",
     "PlanCore",
+    "BufferCore",
     "base",
     "adopt",
 ]
@@ -94,6 +95,7 @@ if TYPE_CHECKING:
     GraphExecCore = _PureBase
     KernelCore = _PureBase
     PlanCore = _PurePlanCore
+    BufferCore = _PureBase
 else:
     HandleRoot = core.HandleRoot if COMPILED else _PureHandleRoot
     StreamCore = base("StreamCore")
@@ -101,6 +103,7 @@ else:
     GraphExecCore = base("GraphExecCore")
     KernelCore = base("KernelCore")
     PlanCore = base("PlanCore")
+    BufferCore = base("BufferCore")
 
 
 def adopt(cls: type, *names: str) -> None:
@@ -126,3 +129,7 @@ def adopt(cls: type, *names: str) -> None:
         except (AttributeError, TypeError):  # pragma: no cover - a Cython without binding
             pass
         delattr(cls, name)
+        if getattr(cls, name) is not compiled.__get__(None, cls):
+            # A base earlier in the method order defines it too (Handle.close): put the
+            # compiled method in the class itself.
+            setattr(cls, name, compiled)

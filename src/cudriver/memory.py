@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from . import capture
+from . import _impl, capture
 from ._bindings import SUCCESS
 from ._coerce import (
     DeviceMemory,
@@ -126,7 +126,7 @@ def _free_async(ctx_h: Any, stream: Stream, used_on: set[int], dptr: Any) -> Any
     return call_in_context(ctx_h, _free_async_now, stream, used_on, dptr)
 
 
-class DeviceBuffer(DeviceMemory):
+class DeviceBuffer(DeviceMemory, _impl.BufferCore):
     """Device memory (``cuMemAlloc``; ``cuMemFree`` on close).
 
     Parameters
@@ -718,3 +718,7 @@ class DeviceBuffer(DeviceMemory):
         if self._stream is not None:
             parts.append("stream-ordered")
         return " ".join(parts)
+
+
+# The compiled core's constructor, where it is in use.
+_impl.adopt(DeviceBuffer, "__init__", "close")

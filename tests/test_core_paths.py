@@ -1,0 +1,285 @@
+"""The compiled core's paths against the pure ones, and the faults they must survive.
+
+The whole suite runs in both implementations; the tests here add what only the split
+can break: a compiled method and the pure method it falls back to must give the same
+result or the same error for every input, and the compiled host-function trampoline
+must survive what the ctypes one survives (exceptions, several threads, exit while host
+functions are still queued).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import cudriver as cu
+from cudriver import _impl
+
+from ._support import AXPY_KERNEL, load_kernels
+from .test_safety import run_isolated
+
+compiled_only = pytest.mark.skipif(not _impl.COMPILED, reason="the compiled core is not in use")
+
+
+def _outcome(call: Callable[[], Any]) -> tuple[str, str]:
+    try:
+        r = call()
+    except Exception as exc:
+        return type(exc).__name__, str(exc)
+    return "returned", repr(r)
+
+
+def _same(compiled: Callable[..., Any], pure: Callable[..., Any], *args: Any, **kw: Any) -> None:
+    a = _outcome(lambda: compiled(*args, **kw))
+    b = _outcome(lambda: pure(*args, **kw))
+    assert a == b, (args, kw)
+
+
+@compiled_only
+@pytest.mark.gpu
+def test_memory_operations_fall_back_with_the_same_errors(ctx: cu.Context) -> None:
+    s = cu.Stream(context=ctx)
+    buf = cu.DeviceBuffer(64)
+    buf.fill(0)
+    closed = cu.DeviceBuffer(64)
+    closed.close()
+    try:
+        bad: list[tuple[Any, Any]] = [
+            (buf.ptr + 2, 1),  # misaligned
+            (buf, -1),  # value out of range
+            (buf, 1 << 32),
+            (buf, True),  # a bool is not a value
+            (buf, 1.0),
+            (closed, 1),
+            (0, 1),  # NULL
+            ((buf, 62), 1),  # beyond the end
+            ("nonsense", 1),
+        ]
+        for addr, value in bad:
+            _same(cu.Stream.write_value32, cu.Stream._py_write_value32, s, addr, value)
+            _same(cu.Stream.wait_value32, cu.Stream._py_wait_value32, s, addr, value)
+        for cond in (None, 7, -1, "GEQ", cu.WaitCondition.EQ):
+            _same(cu.Stream.wait_value32, cu.Stream._py_wait_value32, s, buf, 0, cond)
+        s.synchronize()
+    finally:
+        buf.close()
+        s.close()
+
+
+@compiled_only
+@pytest.mark.gpu
+def test_launches_fall_back_with_the_same_errors(ctx: cu.Context) -> None:
+    k = load_kernels(ctx, AXPY_KERNEL, "axpy")["axpy"]
+    s = cu.Stream(context=ctx)
+    x = cu.DeviceBuffer.from_array(np.ones(32, np.float32))
+    y = cu.DeviceBuffer.from_array(np.zeros(32, np.float32))
+    closed_buf = cu.DeviceBuffer(128)
+    closed_buf.close()
+    closed_stream = cu.Stream(context=ctx)
+    closed_stream.close()
+    try:
+        k.launch(s, 1, 32, 1.0, x, y, 32)  # learn the layout
+        cases: list[tuple[Any, ...]] = [
+            (s, 0, 32, 1.0, x, y, 32),  # grid 0
+            (s, 1, (32, 1, 1, 1), 1.0, x, y, 32),
+            (s, 1, 32, 1.0, x, y),  # too few arguments
+            (s, 1, 32, "a", x, y, 32),
+            (s, 1, 32, 1.0, x, y, 1 << 40),  # does not fit an int
+            (s, 1, 32, 1e300, x, y, 32),  # does not fit a float
+            (s, 1, 32, 1.0, closed_buf, y, 32),
+            (closed_stream, 1, 32, 1.0, x, y, 32),
+            ("stream", 1, 32, 1.0, x, y, 32),
+            (s, 1, 1 << 20, 1.0, x, y, 32),  # too many threads: the driver refuses
+        ]
+        for args in cases:
+            _same(cu.Kernel.launch, cu.Kernel._py_launch, k, *args)
+        _same(cu.Kernel.launch, cu.Kernel._py_launch, k, *cases[0], shared_mem=-1)
+        _same(cu.Kernel.launch, cu.Kernel._py_launch, k, s, 1, 32, 1.0, x, y, 32, shared_mem=1.5)
+        plan = k.prepare(1, 32, 1.0, x, y, 32)
+        for st in (closed_stream, "stream", 3.0):
+            _same(cu.LaunchPlan.launch, cu.LaunchPlan._py_launch, plan, st)
+        ev = cu.Event()
+        for st in (closed_stream, "stream", -1):
+            _same(cu.Event.record, cu.Event._py_record, ev, st)
+        for other in (closed_stream, "x", 5.0):
+            _same(cu.Stream.wait, cu.Stream._py_wait, s, other)
+        _same(cu.Stream.record, cu.Stream._py_record, s, "event")
+        s.synchronize()
+        # The fast path packs exactly what the pure one does.
+        y.fill(0)
+        for args in ((2.0, x, y, 32), (np.float32(2.0), x, y, np.int32(32))):
+            k.launch(s, 1, 32, *args)
+            k._py_launch(s, 1, 32, *args)
+        got = np.empty(32, np.float32)
+        y.copy_to(got)
+        assert (got == 8.0).all()
+    finally:
+        for o in (x, y, s):
+            o.close()
+
+
+_BUFFER_FIELDS = (
+    "_nbytes",
+    "_context",
+    "_stream",
+    "_stream_int",
+    "_sync_h",
+    "_dtype",
+    "_shape",
+    "_base",
+    "_offset",
+    "_views",
+    "_owned",
+    "_owner",
+    "_finalizer",
+)
+
+
+def _pure_buffer(nbytes: int, **kw: Any) -> cu.DeviceBuffer:
+    b = cu.DeviceBuffer.__new__(cu.DeviceBuffer)
+    cu.DeviceBuffer._py___init__(b, nbytes, **kw)
+    return b
+
+
+@compiled_only
+@pytest.mark.gpu
+def test_buffers_from_the_compiled_constructor_match_the_pure_ones(ctx: cu.Context) -> None:
+    s = cu.Stream(context=ctx)
+    try:
+        for kw in ({}, {"stream": s}):
+            a = cu.DeviceBuffer(4096, **kw)
+            b = _pure_buffer(4096, **kw)
+            try:
+                for f in _BUFFER_FIELDS:
+                    assert getattr(a, f) == getattr(b, f), (kw, f)
+                sa, sb = a._state, b._state
+                for f in ("func", "kind", "pid", "closing", "used_on", "leases", "dependants"):
+                    assert getattr(sa, f) == getattr(sb, f), (kw, f)
+                assert [type(k) for k in sa.keep] == [type(k) for k in sb.keep]
+                assert sa.keep == sb.keep and sa.deps == sb.deps
+                assert isinstance(sa.handle, type(sb.handle))
+                a.fill(7, **kw)
+                b.copy_from(a, **kw)
+                s.synchronize()
+                assert (b.copy_to() == 7).all()
+            finally:
+                a.close()
+                b.close()
+            assert a.closed and a._state.handle is None  # released at once
+        s.synchronize()
+        bad: list[tuple[Any, dict[str, Any]]] = [
+            (0, {}),
+            (-1, {}),
+            (1.5, {}),
+            (True, {}),
+            (1 << 64, {}),
+            (16, {"stream": "s"}),
+            (16, {"context": "c"}),
+            (1 << 60, {}),  # out of memory
+            (1 << 60, {"stream": s}),
+        ]
+        for n, kw in bad:
+            _same(cu.DeviceBuffer, _pure_buffer, n, **kw)
+    finally:
+        s.close()
+
+
+@compiled_only
+@pytest.mark.gpu
+def test_compiled_methods_refuse_inside_host_functions(stream: cu.Stream) -> None:
+    seen: list[str] = []
+
+    def inside() -> None:
+        for call in (stream.query, stream.synchronize, lambda: stream.write_value32(8, 1)):
+            try:
+                call()
+            except cu.NotPermittedError:
+                seen.append("refused")
+
+    stream.launch_host_func(inside)
+    stream.synchronize()
+    assert seen == ["refused"] * 3
+
+
+@pytest.mark.gpu
+def test_memory_operations_on_stream_ordered_memory_are_refused(ctx: cu.Context) -> None:
+    # The driver refuses them (measured: CUDA 13.0), so no stream-ordered free ever
+    # needs ordering after a memory operation on another stream.
+    s = cu.Stream(context=ctx)
+    buf = cu.DeviceBuffer(64, stream=s)
+    try:
+        with pytest.raises(cu.InvalidValueError, match="cuStreamWriteValue32"):
+            s.write_value32(buf, 1)
+        with pytest.raises(cu.InvalidValueError, match="cuStreamWaitValue32"):
+            s.wait_value32(buf, 0)
+        s.synchronize()
+    finally:
+        buf.close()
+        s.close()
+
+
+@pytest.mark.gpu
+def test_exit_with_host_functions_still_queued_does_not_crash() -> None:
+    # The host functions run on the driver's thread after the kernel: by then the
+    # interpreter may be finalising. The process must end cleanly either way.
+    run_isolated(
+        """
+        make_current()
+        (spin_fill,) = kernels("spin_fill")
+        s = cu.Stream(non_blocking=True)
+        buf = cu.DeviceBuffer(4)
+        ran = []
+        spin_fill.launch(s, 1, 1, buf, np.uint32(1), 1, 300_000_000)
+        for i in range(20):
+            s.launch_host_func(ran.append, i)
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_host_functions_from_many_threads_run_once_and_report_errors() -> None:
+    run_isolated(
+        """
+        make_current()
+        counts = [0] * 8
+
+        def bump(i):
+            counts[i] += 1
+            if counts[i] % 50 == 0:
+                raise ValueError(f"thread {i} at {counts[i]}")
+
+        failed = []
+
+        def worker(i):
+            try:
+                make_current()
+                s = cu.Stream(non_blocking=True)
+                errors = 0
+                for _ in range(4):
+                    for _ in range(50):
+                        s.launch_host_func(bump, i)
+                    try:
+                        s.synchronize()
+                    except cu.HostCallbackError as e:
+                        assert isinstance(e.__cause__, ValueError)
+                        errors += len(e.errors)
+                s.close()
+                assert errors == 4, errors
+            except BaseException as exc:
+                failed.append(repr(exc))
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+            assert not t.is_alive()
+        assert not failed, failed
+        assert counts == [200] * 8, counts
+        print("OK")
+        """
+    )
