@@ -816,12 +816,26 @@ cdef extern from "<unistd.h>":
     int getpid() nogil
 
 
+# This process's id, as an int: cached (a system call each time costs more than the rest
+# of a state's set-up on a virtual machine) and refreshed in a forked child.
+cdef object _PID = getpid()
+
+
+def _refresh_pid():
+    global _PID
+    _PID = getpid()
+
+
+import os as _os
+_os.register_at_fork(after_in_child=_refresh_pid)
+
+
 cdef inline State _state_init(State self, object handle, object release, object func,
                               object kind, object keep, object on_release):
     self.handle = handle
     self.release = release
     self.func = func
-    self.pid = getpid()
+    self.pid = _PID
     self.kind = kind
     self.keep = keep
     self.on_release = on_release
@@ -964,7 +978,7 @@ cdef class BufferCore(HandleRoot):
             release = MemFree.__new__(MemFree)
             (<MemFree>release).ctx = <uintptr_t>(<HandleRoot>ctx)._key
             _buffer_fields(self, nbytes, ctx, None, None, _LEGACY)
-            _handle_fields(self, _CUdeviceptr(ptr), release, "cuMemFree", (ctx,), None)
+            _handle_fields(self, _CUdeviceptr(ptr), ptr, release, "cuMemFree", (ctx,), None)
             return
         if (not isinstance(stream, StreamCore) or (<HandleRoot>stream)._h is None
                 or p_mem_alloc_async == NULL or p_mem_free_async == NULL):
@@ -992,7 +1006,9 @@ cdef class BufferCore(HandleRoot):
         sh_obj = (<HandleRoot>stream)._h
         k = (<HandleRoot>stream)._key
         _buffer_fields(self, nbytes, ctx, stream, k if k else 1, sh_obj)
-        _handle_fields(self, _CUdeviceptr(ptr), release, "cuMemFreeAsync", (stream, ctx), used_on)
+        _handle_fields(
+            self, _CUdeviceptr(ptr), ptr, release, "cuMemFreeAsync", (stream, ctx), used_on
+        )
 
 
     def close(self):
@@ -1022,12 +1038,12 @@ cdef inline void _buffer_fields(object self, object n, object ctx, object st,
     self._views = None
 
 
-cdef inline void _handle_fields(HandleRoot self, object h, object release, object func,
-                                tuple keep, object used_on) except *:
+cdef inline void _handle_fields(HandleRoot self, object h, uint64_t key, object release,
+                                object func, tuple keep, object used_on) except *:
     # Handle._init_handle(h, release=..., func=..., keep=..., used_on=...), written out.
     cdef State state
     self._h = h
-    self._key = int(h)
+    self._key = key
     self._owned = True
     self._owner = None
     if _DEFERRED:
@@ -1100,7 +1116,7 @@ def release(state):
     on_release = st.on_release
     st.on_release = None
     try:
-        if rel is not None and not _is_finalizing() and getpid() == st.pid:
+        if rel is not None and not _is_finalizing() and st.pid == _PID:
             try:
                 r = rel(handle)
             except Exception as exc:  # the driver or its library went away
@@ -1108,7 +1124,7 @@ def release(state):
             else:
                 if r is not None and r[0] is not _SUCCESS_CODE:
                     _warn(f"releasing a {st.kind} failed: {_make_error(r[0], st.func)}")
-        if on_release is not None and getpid() == st.pid:
+        if on_release is not None and st.pid == _PID:
             try:
                 on_release()
             except Exception as exc:
