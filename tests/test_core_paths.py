@@ -283,3 +283,65 @@ def test_host_functions_from_many_threads_run_once_and_report_errors() -> None:
         print("OK")
         """
     )
+
+
+@pytest.mark.gpu
+def test_closing_what_another_thread_is_waiting_on_does_not_crash() -> None:
+    # Measured: destroying an event another thread waits on in cuEventSynchronize
+    # crashed the process. A wait pins its object; the close() releases it afterwards.
+    run_isolated(
+        """
+        import time
+
+        ctx = make_current()
+        (spin_fill,) = kernels("spin_fill")
+        spin = cu.DeviceBuffer(4)
+        box = {"s": cu.Stream(non_blocking=True), "e": cu.Event(timing=False)}
+        stop = False
+        failed = []
+        waits = [0]
+
+        def waiter():
+            try:
+                ctx.set_current()
+                while not stop:
+                    s, e = box["s"], box["e"]
+                    for wait in (s.synchronize, e.synchronize):
+                        try:
+                            wait()
+                            waits[0] += 1
+                        except cu.ClosedError:
+                            pass
+            except BaseException as exc:
+                failed.append(repr(exc))
+
+        def closer():
+            try:
+                ctx.set_current()
+                while not stop:
+                    s = cu.Stream(non_blocking=True)
+                    e = cu.Event(timing=False)
+                    spin_fill.launch(s, 1, 1, spin, np.uint32(1), 1, 200_000)
+                    e.record(s)
+                    old_s, old_e = box["s"], box["e"]
+                    box["s"], box["e"] = s, e
+                    old_e.close()
+                    old_s.close()
+            except BaseException as exc:
+                failed.append(repr(exc))
+
+        threads = [threading.Thread(target=waiter) for _ in range(3)]
+        threads.append(threading.Thread(target=closer))
+        for t in threads:
+            t.start()
+        time.sleep(3)
+        stop = True
+        for t in threads:
+            t.join(30)
+            assert not t.is_alive()
+        assert not failed, failed
+        assert waits[0] > 100, waits
+        ctx.synchronize()
+        print("OK")
+        """
+    )

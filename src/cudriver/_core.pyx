@@ -166,6 +166,7 @@ cdef dict _ACTIVE = None           # capture.ACTIVE
 cdef object _DEFERRED = None       # _handle.deferred (a deque)
 cdef object _drain = None          # _handle.drain
 cdef object _collected = None      # _handle._collected
+cdef object _Lease = None          # _handle.Lease
 cdef dict _PENDING = None          # _hostfn.PENDING
 cdef object _after_sync = None     # _hostfn.after_sync
 cdef dict _EAGER = None            # _hostfn._eager
@@ -189,7 +190,7 @@ cdef object _SUCCESS_TUPLE = None  # (CUresult.CUDA_SUCCESS,): a release's statu
 def configure():
     """Connect the core to the Python modules; ``cudriver/__init__`` calls it once."""
     global _ready, _GUARD, _error_for, _CUresult, _drv, _ACTIVE, _DEFERRED, _drain
-    global _collected, _PENDING, _after_sync, _EAGER, _KEYS, _Record, _run_host
+    global _collected, _Lease, _PENDING, _after_sync, _EAGER, _KEYS, _Record, _run_host
     global _trampoline_failed, _DeviceMemory, _WaitCondition, _store, _enter, _leave
     global _ADOPTED, _OWNED, _LEGACY, _CUdeviceptr, _free_async_py, _SUCCESS_TUPLE
     from cuda.bindings import driver as drv
@@ -202,6 +203,7 @@ def configure():
     _DEFERRED = _handle.deferred
     _drain = _handle.drain
     _collected = _handle._collected
+    _Lease = _handle.Lease
     _PENDING = _hostfn.PENDING
     _after_sync = _hostfn.after_sync
     _EAGER = _hostfn._eager
@@ -314,8 +316,12 @@ cdef class StreamCore(HandleRoot):
         if not _fast() or self._h is None or p_stream_sync == NULL:
             return self._py_synchronize()
         h = <void*><uintptr_t>self._key
+        # Pinned for the wait: a close() on another thread meanwhile destroys the stream
+        # only after it.
+        pin = _Lease(self._state, self)
         with nogil:
             st = p_stream_sync(h)
+        pin = None
         if st != SUCCESS:
             raise _error(st, "cuStreamSynchronize")
         if _DEFERRED:
@@ -568,8 +574,10 @@ cdef class EventCore(HandleRoot):
         if not _fast() or self._h is None or p_event_sync == NULL:
             return self._py_synchronize()
         e = <void*><uintptr_t>self._key
+        pin = _Lease(self._state, self)  # see StreamCore.synchronize
         with nogil:
             st = p_event_sync(e)
+        pin = None
         if st != SUCCESS:
             raise _error(st, "cuEventSynchronize")
         if _DEFERRED:

@@ -476,8 +476,10 @@ class Context(Handle):
         Then raises :class:`~cudriver.HostCallbackError` if a host function that ran
         on a stream of this context raised and no ``synchronize()`` collected it yet.
         """
+        pin = self._lease()  # see Stream.synchronize
         with self._scope():
             _cuCtxSynchronize()
+        del pin
         if _handle.deferred:
             _handle.drain()
         if _hostfn.PENDING:

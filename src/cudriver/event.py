@@ -140,7 +140,9 @@ class Event(Handle, _impl.EventCore):
         h = self._h
         if h is None:
             self._raise_closed()
+        pin = _handle.Lease(self._state, self)  # see Stream.synchronize
         r = _cuEventSynchronize(h)
+        del pin
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventSynchronize)
         if _handle.deferred:

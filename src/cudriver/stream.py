@@ -206,7 +206,11 @@ class Stream(StreamBase, _impl.StreamCore):
         h = self._h
         if h is None:
             self._raise_closed()
+        # Pinned for the wait: a close() on another thread meanwhile destroys the stream
+        # only after it (waiting on a destroyed stream crashed the process).
+        pin = _handle.Lease(self._state, self)
         r = _cuStreamSynchronize(h)
+        del pin
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuStreamSynchronize)
         if _handle.deferred:
