@@ -126,36 +126,6 @@ cdef int _load() except -1:
     return 0
 
 
-def entry_points():
-    """``{name: found}`` for the driver entry points the core calls (for diagnostics)."""
-    if not _loaded:
-        return {}
-    return {
-        "cuStreamQuery": p_stream_query != NULL,
-        "cuStreamSynchronize": p_stream_sync != NULL,
-        "cuStreamWaitEvent": p_stream_wait_event != NULL,
-        "cuEventRecord": p_event_record != NULL,
-        "cuEventQuery": p_event_query != NULL,
-        "cuEventSynchronize": p_event_sync != NULL,
-        "cuLaunchKernel": p_launch != NULL,
-        "cuGraphLaunch": p_graph_launch != NULL,
-        "cuGraphUpload": p_graph_upload != NULL,
-        "cuStreamWriteValue32": p_write32 != NULL,
-        "cuStreamWaitValue32": p_wait32 != NULL,
-        "cuStreamWriteValue64": p_write64 != NULL,
-        "cuStreamWaitValue64": p_wait64 != NULL,
-        "cuStreamIsCapturing": p_is_capturing != NULL,
-        "cuLaunchHostFunc": p_launch_host_func != NULL,
-        "cuCtxGetCurrent": p_ctx_get_current != NULL,
-        "cuCtxPushCurrent": p_ctx_push != NULL,
-        "cuCtxPopCurrent": p_ctx_pop != NULL,
-        "cuMemAlloc": p_mem_alloc != NULL,
-        "cuMemFree": p_mem_free != NULL,
-        "cuMemAllocAsync": p_mem_alloc_async != NULL,
-        "cuMemFreeAsync": p_mem_free_async != NULL,
-    }
-
-
 # -- what the core needs from the Python modules (set by configure()) ---------------------
 cdef bint _ready = False
 cdef object _GUARD = None          # errors.GUARD
