@@ -58,11 +58,38 @@ def test_memory_operations_fall_back_with_the_same_errors(ctx: cu.Context) -> No
             ((buf, 62), 1),  # beyond the end
             ("nonsense", 1),
         ]
+        # (No case may enqueue a wait that is not already satisfied: the stream would
+        # never drain.)
+        bad64: list[tuple[Any, Any]] = [
+            (buf.ptr + 4, 1),  # misaligned for 8 bytes
+            (buf, -1),
+            (buf, 1 << 64),
+            (buf, True),
+            (closed, 1),
+            ((buf, 60), 1),  # beyond the end
+            ("nonsense", 1),
+        ]
+        s.write_value64(buf, 0)  # the first call reads the device's 64-bit capability
         for addr, value in bad:
             _same(cu.Stream.write_value32, cu.Stream._py_write_value32, s, addr, value)
             _same(cu.Stream.wait_value32, cu.Stream._py_wait_value32, s, addr, value)
-        for cond in (None, 7, -1, "GEQ", cu.WaitCondition.EQ):
+        for addr, value in bad64:
+            _same(cu.Stream.write_value64, cu.Stream._py_write_value64, s, addr, value)
+            _same(cu.Stream.wait_value64, cu.Stream._py_wait_value64, s, addr, value)
+        for cond in (None, 7, -1, "GEQ", cu.WaitCondition.GEQ):  # waits for >= 0: satisfied
             _same(cu.Stream.wait_value32, cu.Stream._py_wait_value32, s, buf, 0, cond)
+            _same(cu.Stream.wait_value64, cu.Stream._py_wait_value64, s, buf, 0, cond)
+        # The fast paths write what the pure ones do.
+        for write, width, dtype in (
+            (cu.Stream.write_value32, 4, np.uint32),
+            (cu.Stream._py_write_value32, 4, np.uint32),
+            (cu.Stream.write_value64, 8, np.uint64),
+            (cu.Stream._py_write_value64, 8, np.uint64),
+        ):
+            big = (1 << (8 * width)) - 3
+            write(s, (buf, 8), big)
+            s.synchronize()
+            assert int(buf.copy_to()[8 : 8 + width].view(dtype)[0]) == big
         s.synchronize()
     finally:
         buf.close()

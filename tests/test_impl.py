@@ -29,6 +29,8 @@ ADOPTED = {
         "launch_host_func",
         "write_value32",
         "wait_value32",
+        "write_value64",
+        "wait_value64",
     ),
     Event: ("record", "query", "synchronize"),
     GraphExec: ("launch", "upload"),

@@ -149,6 +149,7 @@ cdef object _leave = None          # errors.GUARD.leave_host_function
 cdef object _trampoline_failed = None  # _hostfn._trampoline_failed
 cdef object _DeviceMemory = None     # _coerce.DeviceMemory
 cdef object _WaitCondition = None    # _enums.WaitCondition
+cdef object _ATTR_64 = None          # DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS, as an int
 cdef dict _ADOPTED = None          # device._adopted
 cdef object _OWNED = None          # device._owned (weak values)
 cdef object _LEGACY = None         # memory._LEGACY (the CU_STREAM_LEGACY handle)
@@ -162,7 +163,7 @@ def configure():
     global _ready, _GUARD, _error_for, _CUresult, _drv, _ACTIVE, _DEFERRED, _drain
     global _collected, _Lease, _PENDING, _after_sync, _EAGER, _KEYS, _Record, _run_host
     global _trampoline_failed, _DeviceMemory, _WaitCondition, _store, _enter, _leave
-    global _ADOPTED, _OWNED, _LEGACY, _CUdeviceptr, _free_async_py, _SUCCESS_TUPLE
+    global _ADOPTED, _OWNED, _LEGACY, _CUdeviceptr, _free_async_py, _SUCCESS_TUPLE, _ATTR_64
     from cuda.bindings import driver as drv
     from cudriver import _coerce, _enums, _handle, _hostfn, capture, device, errors, memory
     _drv = drv
@@ -186,6 +187,7 @@ def configure():
     _trampoline_failed = _hostfn._trampoline_failed
     _DeviceMemory = _coerce.DeviceMemory
     _WaitCondition = _enums.WaitCondition
+    _ATTR_64 = int(_enums.DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS)
     _ADOPTED = device._adopted
     _OWNED = device._owned
     _LEGACY = memory._LEGACY
@@ -426,6 +428,67 @@ cdef class StreamCore(HandleRoot):
             st = p_wait32(h, a, <uint32_t>v, <unsigned int>c)
         if st != SUCCESS:
             raise _error(st, "cuStreamWaitValue32")
+
+    def write_value64(self, addr, value, *, no_memory_barrier=False):
+        cdef uint64_t a
+        cdef uint64_t v
+        cdef CUresult st
+        cdef void* h
+        cdef int kind = 0
+        if (_fast() and self._h is not None and p_write64 != NULL and not _ACTIVE
+                and no_memory_barrier is False and type(value) is int
+                and 0 <= value <= 0xFFFFFFFFFFFFFFFF and _can_use_64(self)):
+            kind = _memop_address(addr, 8, &a)
+        if not kind:
+            return self._py_write_value64(addr, value, no_memory_barrier=no_memory_barrier)
+        v = value
+        h = <void*><uintptr_t>self._key
+        with nogil:
+            st = p_write64(h, a, v, 0)
+        if st != SUCCESS:
+            raise _error(st, "cuStreamWriteValue64")
+
+    def wait_value64(self, addr, value, cond=_GEQ_DEFAULT, *, flush=False):
+        cdef uint64_t a
+        cdef uint64_t v
+        cdef CUresult st
+        cdef void* h
+        cdef int c
+        if cond is _GEQ_DEFAULT:
+            c = 0
+        elif type(cond) is _WaitCondition:
+            c = cond._value_
+        else:
+            c = -1
+        cdef int kind = 0
+        if (_fast() and self._h is not None and p_wait64 != NULL and not _ACTIVE
+                and 0 <= c <= 2 and flush is False and type(value) is int
+                and 0 <= value <= 0xFFFFFFFFFFFFFFFF and _can_use_64(self)):
+            kind = _memop_address(addr, 8, &a)
+        if not kind:
+            if cond is _GEQ_DEFAULT:
+                return self._py_wait_value64(addr, value, flush=flush)
+            return self._py_wait_value64(addr, value, cond, flush=flush)
+        v = value
+        h = <void*><uintptr_t>self._key
+        with nogil:
+            st = p_wait64(h, a, v, <unsigned int>c)
+        if st != SUCCESS:
+            raise _error(st, "cuStreamWaitValue64")
+
+
+cdef inline bint _can_use_64(object stream) except -1:
+    """Whether the stream's device is known (from its attribute cache) to take 64-bit
+    memory operations; when not known yet, the pure path asks the driver and fills the
+    cache, or raises the NotSupportedError."""
+    ctx = stream._context
+    if ctx is None:
+        return False
+    dev = ctx._device
+    if dev is None:
+        return False
+    v = dev._attrs.get(_ATTR_64)
+    return v is not None and v != 0
 
 
 cdef inline int _memop_address(object addr, uint64_t width, uint64_t* out) except -1:

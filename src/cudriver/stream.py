@@ -746,5 +746,5 @@ class Stream(StreamBase, _impl.StreamCore):
 
 
 # The compiled core's versions of the hot methods, where it is in use.
-_impl.adopt(Stream, "synchronize", "query", "wait", "record", "__cuda_stream__")
-_impl.adopt(Stream, "launch_host_func", "write_value32", "wait_value32")
+_impl.adopt(Stream, "synchronize", "query", "wait", "record", "__cuda_stream__", "launch_host_func")
+_impl.adopt(Stream, "write_value32", "wait_value32", "write_value64", "wait_value64")
