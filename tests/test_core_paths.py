@@ -372,3 +372,103 @@ def test_closing_what_another_thread_is_waiting_on_does_not_crash() -> None:
         print("OK")
         """
     )
+
+
+@pytest.mark.gpu
+def test_closing_what_another_thread_is_enqueuing_on_does_not_crash() -> None:
+    # Measured: closing a stream while another thread was inside a launch, record,
+    # memory operation or capture query on it crashed the process. Every call that
+    # hands a handle to the driver pins it; a close() meanwhile releases it when the
+    # call returns. The only error the users may see is ClosedError (never an
+    # invalid-handle error from the driver).
+    run_isolated(
+        """
+        import time
+
+        ctx = make_current()
+        image = cu.compile(FILL, arch=cu.Device(0), target="cubin")
+
+        def generation():
+            s = cu.Stream(non_blocking=True)
+            module = cu.Module.load(image)
+            k = module.kernel("fill")
+            buf = cu.DeviceBuffer(64)
+            with s.capture() as g:
+                k.launch(s, 1, 1, buf, np.uint32(2), 1)
+            exe = g.instantiate()
+            plan = k.prepare(1, 1, buf, np.uint32(3), 1)
+            return dict(s=s, e=cu.Event(timing=False), module=module, k=k, buf=buf,
+                        exe=exe, plan=plan)
+
+        box = generation()
+        stop = False
+        failed = []
+        calls = [0]
+
+        def user():
+            try:
+                ctx.set_current()
+                while not stop:
+                    b = box
+                    s, e, k, buf, exe, plan = (b["s"], b["e"], b["k"], b["buf"], b["exe"],
+                                               b["plan"])
+                    ops = (
+                        lambda: k.launch(s, 1, 1, buf, np.uint32(1), 1),
+                        lambda: plan.launch(s),
+                        lambda: exe.launch(s),
+                        lambda: exe.upload(s),
+                        lambda: e.record(s),
+                        lambda: s.record(e),
+                        lambda: s.wait(e),
+                        e.query,
+                        s.query,
+                        lambda: s.write_value32(buf, 1),
+                        lambda: s.wait_value32(buf, 0),
+                        lambda: s.launch_host_func(len, ()),
+                        s.synchronize,
+                        e.synchronize,
+                        lambda: buf.fill(0, stream=s),
+                        lambda: buf.copy_from(np.zeros(16, np.uint32), stream=s),
+                        lambda: s.priority,
+                        lambda: s.capture_status,
+                        lambda: k.max_threads_per_block,
+                    )
+                    for op in ops:
+                        try:
+                            op()
+                        except cu.ClosedError:
+                            pass
+                        calls[0] += 1
+            except BaseException as exc:
+                failed.append(repr(exc))
+
+        def closer():
+            global box
+            try:
+                ctx.set_current()
+                while not stop:
+                    old, box = box, generation()
+                    for name in ("plan", "exe", "e", "buf", "module", "s"):
+                        o = old[name]
+                        if hasattr(o, "close"):
+                            o.close()
+                    del old
+            except BaseException as exc:
+                failed.append(repr(exc))
+
+        threads = [threading.Thread(target=user) for _ in range(3)]
+        threads.append(threading.Thread(target=closer))
+        for t in threads:
+            t.start()
+        time.sleep(3)
+        stop = True
+        for t in threads:
+            t.join(30)
+            assert not t.is_alive()
+        assert not failed, failed
+        assert calls[0] > 1000, calls
+        ctx.synchronize()
+        print("calls", calls[0])
+        print("OK")
+        """
+    )

@@ -9,7 +9,16 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver._handle import Handle, drain, pending_releases, release_state
+from cudriver._handle import (
+    Handle,
+    drain,
+    pending_releases,
+    pin,
+    pin_all,
+    release_state,
+    unpin,
+    unpin_all,
+)
 
 from ._support import keeps_alive
 
@@ -118,6 +127,63 @@ def test_lease_defers_the_release_until_it_goes() -> None:
     del lease
     drain()
     assert log == [0x17]
+
+
+def test_pin_defers_a_close_until_the_call_ends() -> None:
+    # A driver call without the GIL pins the handle: a close() on another thread
+    # meanwhile must not destroy it under the call.
+    log: list[int] = []
+    t = Thing(0x18, log)
+    st = pin(t)
+    st2 = pin(t)  # two threads in calls on the same handle
+    t.close()
+    assert t.closed
+    assert log == []
+    unpin(st2)
+    assert log == []
+    unpin(st)  # the last pin runs the release at once
+    assert log == [0x18]
+    assert st.pins == []
+
+
+def test_pin_of_a_closed_handle_raises_and_leaves_no_pin() -> None:
+    log: list[int] = []
+    t = Thing(0x19, log)
+    t.close()
+    with pytest.raises(cu.ClosedError, match="Thing is closed"):
+        pin(t)
+    assert t._state.pins == []
+
+
+def test_pin_all_is_all_or_nothing() -> None:
+    log: list[int] = []
+    a, b = Thing(0x1A, log), Thing(0x1B, log)
+    b.close()
+    with pytest.raises(cu.ClosedError):
+        pin_all(a, None, 5, b)
+    assert a._state.pins == []
+    states = pin_all(a, None, drv.CUstream(3))  # raw handles and None are skipped
+    assert len(states) == 1
+    a.close()
+    assert log == [0x1B]
+    unpin_all(states)
+    assert log == [0x1B, 0x1A]
+
+
+def test_last_unpin_during_a_global_capture_queues_the_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    log: list[int] = []
+    t = Thing(0x1C, log)
+    st = pin(t)
+    t.close()
+    monkeypatch.setattr(cu.errors.GUARD, "captures", {1})  # a GLOBAL capture is open
+    unpin(st)
+    assert log == []
+    assert pending_releases() == 1
+    monkeypatch.undo()
+    drain()
+    assert log == [0x1C]
 
 
 def test_borrowed_never_releases() -> None:

@@ -30,6 +30,7 @@ class State:
     kind: Any
     leases: Any
     on_release: Any
+    pins: list[None]
     pid: Any
     release: Any
     used_on: Any

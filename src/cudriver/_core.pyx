@@ -136,7 +136,7 @@ cdef dict _ACTIVE = None           # capture.ACTIVE
 cdef object _DEFERRED = None       # _handle.deferred (a deque)
 cdef object _drain = None          # _handle.drain
 cdef object _collected = None      # _handle._collected
-cdef object _Lease = None          # _handle.Lease
+cdef object _unpinned = None       # _handle.unpinned
 cdef dict _PENDING = None          # _hostfn.PENDING
 cdef object _after_sync = None     # _hostfn.after_sync
 cdef dict _EAGER = None            # _hostfn._eager
@@ -161,7 +161,7 @@ cdef object _SUCCESS_TUPLE = None  # (CUresult.CUDA_SUCCESS,): a release's statu
 def configure():
     """Connect the core to the Python modules; ``cudriver/__init__`` calls it once."""
     global _ready, _GUARD, _error_for, _CUresult, _drv, _ACTIVE, _DEFERRED, _drain
-    global _collected, _Lease, _PENDING, _after_sync, _EAGER, _KEYS, _Record, _run_host
+    global _collected, _unpinned, _PENDING, _after_sync, _EAGER, _KEYS, _Record, _run_host
     global _trampoline_failed, _DeviceMemory, _WaitCondition, _store, _enter, _leave
     global _ADOPTED, _OWNED, _LEGACY, _CUdeviceptr, _free_async_py, _SUCCESS_TUPLE, _ATTR_64
     from cuda.bindings import driver as drv
@@ -174,7 +174,7 @@ def configure():
     _DEFERRED = _handle.deferred
     _drain = _handle.drain
     _collected = _handle._collected
-    _Lease = _handle.Lease
+    _unpinned = _handle.unpinned
     _PENDING = _hostfn.PENDING
     _after_sync = _hostfn.after_sync
     _EAGER = _hostfn._eager
@@ -229,6 +229,30 @@ cdef inline bint _int_stream(object s, uintptr_t* out) except -1:
         out[0] = 0
         return True
     return False
+
+
+cdef inline object _pin(object o):
+    """Pin the release state of ``o`` (an open HandleRoot, just checked) for a driver call
+    made without the GIL; returns the state to pass to :func:`_unpin`, or None.
+
+    Check and pin run with the GIL held and no Python code between them, so a close()
+    on another thread either came before the check or sees the pin."""
+    cdef PyObject* p = (<HandleRoot>o)._st
+    if p == NULL or type(<object>p) is not State:
+        return None
+    (<State>p).pins.append(None)
+    return <object>p
+
+
+cdef inline int _unpin(object state) except -1:
+    cdef State st
+    if state is None:
+        return 0
+    st = <State>state
+    st.pins.pop()
+    if st.closing and not st.pins:
+        _unpinned(st)
+    return 0
 
 
 # -- the root of every handle class --------------------------------------------------------
@@ -290,10 +314,10 @@ cdef class StreamCore(HandleRoot):
         h = <void*><uintptr_t>self._key
         # Pinned for the wait: a close() on another thread meanwhile destroys the stream
         # only after it.
-        pin = _Lease(self._state, self)
+        pin = _pin(self)
         with nogil:
             st = p_stream_sync(h)
-        pin = None
+        _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuStreamSynchronize")
         if _DEFERRED:
@@ -321,8 +345,12 @@ cdef class StreamCore(HandleRoot):
             return self._py_wait(other)
         h = <void*><uintptr_t>self._key
         e = <void*><uintptr_t>(<HandleRoot>other)._key
+        pin = _pin(self)
+        pin2 = _pin(other)
         with nogil:
             st = p_stream_wait_event(h, e, 0)
+        _unpin(pin2)
+        _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuStreamWaitEvent")
 
@@ -335,8 +363,12 @@ cdef class StreamCore(HandleRoot):
             return self._py_record(event)
         h = <void*><uintptr_t>self._key
         e = <void*><uintptr_t>(<HandleRoot>event)._key
+        pin = _pin(self)
+        pin2 = _pin(event)
         with nogil:
             st = p_event_record(e, h)
+        _unpin(pin2)
+        _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuEventRecord")
         return event
@@ -376,8 +408,10 @@ cdef class StreamCore(HandleRoot):
         rec._launches = 0
         # Registered before the call: the driver thread may run it before the call returns.
         _EAGER[k] = rec
+        pin = _pin(self)
         with nogil:
             st = p_launch_host_func(h, _trampoline, <void*>key)
+        _unpin(pin)
         if st != SUCCESS:
             _EAGER.pop(k, None)
             raise _error(st, "cuLaunchHostFunc")
@@ -396,8 +430,12 @@ cdef class StreamCore(HandleRoot):
             return self._py_write_value32(addr, value, no_memory_barrier=no_memory_barrier)
         v = value
         h = <void*><uintptr_t>self._key
+        pin = _pin(self)
+        pin2 = _pin(addr) if kind == 2 else None
         with nogil:
             st = p_write32(h, a, <uint32_t>v, 0)
+        _unpin(pin2)
+        _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuStreamWriteValue32")
 
@@ -424,8 +462,12 @@ cdef class StreamCore(HandleRoot):
             return self._py_wait_value32(addr, value, cond, flush=flush)
         v = value
         h = <void*><uintptr_t>self._key
+        pin = _pin(self)
+        pin2 = _pin(addr) if kind == 2 else None
         with nogil:
             st = p_wait32(h, a, <uint32_t>v, <unsigned int>c)
+        _unpin(pin2)
+        _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuStreamWaitValue32")
 
@@ -443,8 +485,12 @@ cdef class StreamCore(HandleRoot):
             return self._py_write_value64(addr, value, no_memory_barrier=no_memory_barrier)
         v = value
         h = <void*><uintptr_t>self._key
+        pin = _pin(self)
+        pin2 = _pin(addr) if kind == 2 else None
         with nogil:
             st = p_write64(h, a, v, 0)
+        _unpin(pin2)
+        _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuStreamWriteValue64")
 
@@ -471,8 +517,12 @@ cdef class StreamCore(HandleRoot):
             return self._py_wait_value64(addr, value, cond, flush=flush)
         v = value
         h = <void*><uintptr_t>self._key
+        pin = _pin(self)
+        pin2 = _pin(addr) if kind == 2 else None
         with nogil:
             st = p_wait64(h, a, v, <unsigned int>c)
+        _unpin(pin2)
+        _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuStreamWaitValue64")
 
@@ -584,8 +634,12 @@ cdef class EventCore(HandleRoot):
                 or not _int_stream(stream, &s)):
             return self._py_record(stream)
         e = <void*><uintptr_t>self._key
+        pin = _pin(self)
+        pin2 = _pin(stream) if s else None
         with nogil:
             st = p_event_record(e, <void*>s)
+        _unpin(pin2)
+        _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuEventRecord")
         return self
@@ -607,10 +661,10 @@ cdef class EventCore(HandleRoot):
         if not _fast() or self._h is None or p_event_sync == NULL:
             return self._py_synchronize()
         e = <void*><uintptr_t>self._key
-        pin = _Lease(self._state, self)  # see StreamCore.synchronize
+        pin = _pin(self)  # see StreamCore.synchronize
         with nogil:
             st = p_event_sync(e)
-        pin = None
+        _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuEventSynchronize")
         if _DEFERRED:
@@ -629,8 +683,12 @@ cdef class GraphExecCore(HandleRoot):
                 or self._host_records or not _int_stream(stream, &s)):
             return self._py_launch(stream)
         g = <void*><uintptr_t>self._key
+        pin = _pin(self)
+        pin2 = _pin(stream) if s else None
         with nogil:
             st = p_graph_launch(g, <void*>s)
+        _unpin(pin2)
+        _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuGraphLaunch")
         streams = self._streams
@@ -645,8 +703,12 @@ cdef class GraphExecCore(HandleRoot):
                 or not _int_stream(stream, &s)):
             return self._py_upload(stream)
         g = <void*><uintptr_t>self._key
+        pin = _pin(self)
+        pin2 = _pin(stream) if s else None
         with nogil:
             st = p_graph_upload(g, <void*>s)
+        _unpin(pin2)
+        _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuGraphUpload")
 
@@ -763,8 +825,14 @@ cdef class KernelCore(HandleRoot):
             params = ptrs
         shmem = shared_mem
         f = <void*><uintptr_t>self._key
+        # The module, not the kernel: unloading the module is what frees the function.
+        m = self._module
+        pin = _pin(m) if m is not None else None
+        pin2 = _pin(stream) if s else None
         with nogil:
             st = p_launch(f, g[0], g[1], g[2], b[0], b[1], b[2], shmem, <void*>s, params, NULL)
+        _unpin(pin2)
+        _unpin(pin)
         if st != SUCCESS:
             raise self._launch_error(_code(st), (g[0], g[1], g[2]), (b[0], b[1], b[2]), shmem)
         if packed == 2:
@@ -816,8 +884,13 @@ cdef class PlanCore:
         if (not _fast() or k is None or (<HandleRoot>k)._h is None or p_launch == NULL
                 or _ACTIVE or not _int_stream(stream, &s)):
             return self._py_launch(stream)
+        m = k._module
+        pin = _pin(m) if m is not None else None
+        pin2 = _pin(stream) if s else None
         with nogil:
             st = p_launch(f, d[0], d[1], d[2], d[3], d[4], d[5], shmem, <void*>s, params, NULL)
+        _unpin(pin2)
+        _unpin(pin)
         if st != SUCCESS:
             raise k._launch_error(_code(st), self.grid, self.block, shmem)
         used = self._c_used
@@ -846,6 +919,7 @@ cdef class State:
     cdef public object leases
     cdef public object on_release
     cdef public object pid
+    cdef public list pins
     cdef public object release
     cdef public object used_on
 
@@ -881,6 +955,7 @@ cdef inline State _state_init(State self, object handle, object release, object 
     self.keep = keep
     self.on_release = on_release
     self.leases = set()
+    self.pins = []
     self.dependants = set()
     self.closing = False
     self.used_on = None
@@ -924,11 +999,12 @@ cdef class MemFree:
     """
 
     cdef uintptr_t ctx
+    cdef uint64_t ptr  # the buffer's address (the handle the release is called with)
 
-    def __call__(self, handle):
+    cdef CUresult free(self) noexcept:
         cdef CUresult st
         cdef bint pushed = False
-        cdef uint64_t ptr = <uint64_t>int(handle)
+        cdef uint64_t ptr = self.ptr
         cdef uintptr_t ctx = self.ctx
         with nogil:
             st = _in_context(ctx, &pushed)
@@ -936,6 +1012,13 @@ cdef class MemFree:
                 st = p_mem_free(ptr)
                 if pushed:
                     _pop_context()
+        return st
+
+    def __call__(self, handle):
+        cdef CUresult st
+        if <uint64_t>int(handle) != self.ptr:
+            raise ValueError("MemFree called with another buffer's handle")
+        st = self.free()
         return _SUCCESS_TUPLE if st == SUCCESS else (_code(st),)
 
 
@@ -1018,6 +1101,7 @@ cdef class BufferCore(HandleRoot):
                 raise _error(st, "cuMemAlloc")
             release = MemFree.__new__(MemFree)
             (<MemFree>release).ctx = <uintptr_t>(<HandleRoot>ctx)._key
+            (<MemFree>release).ptr = ptr
             _buffer_fields(self, nbytes, ctx, None, None, _LEGACY)
             _handle_fields(self, _CUdeviceptr(ptr), ptr, release, "cuMemFree", (ctx,), None)
             return
@@ -1056,10 +1140,10 @@ cdef class BufferCore(HandleRoot):
         cdef HandleRoot me = self
         if me._h is None:
             return
-        if self._views is not None or self._finalizer is not None:
+        if self._views is not None or self._finalizer is not None or me._st == NULL:
             return self._py_close()
         me._h = None
-        release_state(me._state)
+        _release_state(<State>me._st, False)
         if _DEFERRED:
             _drain()
 
@@ -1128,17 +1212,21 @@ cdef inline bint _may_release_now() except -1:
 
 def release_state(state, *, collected=False):
     """Release ``state``'s handle once, now or later (see ``_handle``). Never raises."""
-    cdef State st = <State?>state
+    _release_state(<State?>state, collected)
+
+
+cdef int _release_state(State st, bint collected) except -1:
     if st.handle is None:
-        return
+        return 0
     # Closing first, then the leases: see the pure implementation.
     st.closing = True
-    if st.leases or st.dependants:
-        return
+    if st.leases or st.dependants or st.pins:
+        return 0
     if collected or not _may_release_now():
         _DEFERRED.append(st)
-        return
-    release(st)
+        return 0
+    _release(st)
+    return 0
 
 
 def release(state):
@@ -1147,17 +1235,26 @@ def release(state):
     Claiming the handle (test and clear) runs in C with the GIL held and no Python
     code in between, so two threads never both claim it.
     """
-    cdef State st = <State?>state
+    _release(<State?>state)
+
+
+cdef int _release(State st) except -1:
+    cdef CUresult code
     handle = st.handle
     if handle is None:
-        return
+        return 0
     st.handle = None
     rel = st.release
     st.release = None
     on_release = st.on_release
     st.on_release = None
     try:
-        if rel is not None and not _is_finalizing() and st.pid == _PID:
+        if type(rel) is MemFree and st.pid == _PID and not _is_finalizing():
+            # A plain buffer's free, without the Python call.
+            code = (<MemFree>rel).free()
+            if code != SUCCESS:
+                _warn(f"releasing a {st.kind} failed: {_make_error(_code(code), st.func)}")
+        elif rel is not None and not _is_finalizing() and st.pid == _PID:
             try:
                 r = rel(handle)
             except Exception as exc:  # the driver or its library went away
@@ -1175,8 +1272,9 @@ def release(state):
         me = id(st)
         for dep in st.deps:
             (<State?>dep).dependants.discard(me)
-            if (dep.closing and not dep.leases and not dep.dependants
+            if (dep.closing and not dep.leases and not dep.dependants and not dep.pins
                     and dep.handle is not None):
                 _DEFERRED.append(dep)
         st.deps = ()
         st.keep = None
+    return 0

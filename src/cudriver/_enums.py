@@ -1,11 +1,13 @@
 """The public enums, with the driver's values (``__module__`` is ``"cudriver"``).
 
 Each mirrors one ``cuda.bindings.driver`` enum without its prefix. Wherever cudriver
-takes one of them, the bindings' own members and plain ints are accepted too.
+takes one of them, the bindings' own members and plain ints are accepted too. Also
+:class:`AccessPolicyWindow`, the value type made of them that streams take.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum, IntFlag
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "WaitCondition",
     "MemOpType",
     "FunctionAttribute",
+    "AccessPolicyWindow",
 ]
 
 
@@ -357,3 +360,20 @@ for _enum in (
     FunctionAttribute,
 ):
     _enum.__module__ = "cudriver"
+
+
+@dataclass(frozen=True)
+class AccessPolicyWindow:
+    """An L2 persistence window for a stream (``CUaccessPolicyWindow``).
+
+    ``num_bytes == 0`` means no window.
+    """
+
+    base_ptr: int
+    num_bytes: int
+    hit_ratio: float = 1.0
+    hit_prop: AccessProperty = AccessProperty.PERSISTING
+    miss_prop: AccessProperty = AccessProperty.STREAMING
+
+
+AccessPolicyWindow.__module__ = "cudriver"

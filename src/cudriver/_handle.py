@@ -11,6 +11,10 @@ When a release runs
   ``LaunchPlan``'s packed arguments, a ``MemOp``, a capture's keep list and so every
   ``Graph``/``GraphExec`` made from it) hold a :class:`Lease`. While a lease is alive,
   ``close()`` only makes the object unusable; the release runs when the last lease goes.
+* **Pins.** A call that hands a handle to the driver without the GIL (a launch, a
+  record, a wait) pins the handle's state for the call: a ``close()`` on another thread
+  meanwhile only marks it closing, and the release runs when the last pin goes. The
+  driver never sees a handle destroyed while another thread is inside a call on it.
 * **Deferred.** A release triggered by garbage collection may run anywhere: inside a
   cudriver lock, on the driver's host-function thread, during a capture. So it is
   never run there: it goes to a queue. So do explicit releases on the host-function
@@ -32,22 +36,36 @@ before its Context, a GraphExec before its Graph).
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import sys
 import threading
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, Concatenate, NoReturn, TypeVar
 
-from typing_extensions import Self
+from typing_extensions import ParamSpec, Self
 
 from . import _impl
 from ._bindings import SUCCESS
 from ._impl import COMPILED, HandleRoot
 from .errors import GUARD, ClosedError, CudaWarning, capturing_on_this_thread, make_error
 
-__all__ = ["Handle", "Lease", "release_state", "drain", "deferred", "pending_releases"]
+__all__ = [
+    "Handle",
+    "Lease",
+    "release_state",
+    "drain",
+    "deferred",
+    "pending_releases",
+    "unpinned",
+    "pin",
+    "unpin",
+    "pin_all",
+    "unpin_all",
+    "pinned",
+]
 
 Release = Callable[[Any], Any]
 
@@ -66,6 +84,7 @@ class _State:
         "leases",
         "on_release",
         "pid",
+        "pins",
         "release",
         "used_on",
     )
@@ -88,6 +107,9 @@ class _State:
         self.on_release = on_release
         # ids of live leases (a set: add/discard are atomic under the GIL)
         self.leases: set[int] = set()
+        # One entry per driver call in flight on the handle (see the module docstring);
+        # a list because append and pop are atomic under the GIL.
+        self.pins: list[None] = []
         # The states of the handles in ``keep``, and the ids of the unreleased states
         # that keep this one: a state is released only after all its dependants, in
         # whatever order garbage collection finalises their objects.
@@ -136,7 +158,7 @@ def release_state(state: _State, *, collected: bool = False) -> None:
     # sees the closing flag and queues the release (queuing twice is harmless: the
     # release claims the handle once).
     state.closing = True
-    if state.leases or state.dependants:
+    if state.leases or state.dependants or state.pins:
         return
     if collected or not _may_release_now():
         deferred.append(state)
@@ -157,7 +179,7 @@ def drain() -> None:
             state = deferred.popleft()
         except IndexError:
             return
-        if state.leases or state.dependants:  # held again before the queue was drained
+        if state.leases or state.dependants or state.pins:  # held again meanwhile
             continue
         _release(state)
 
@@ -201,8 +223,90 @@ def _release(state: _State) -> None:
 
 def _queue_if_free(state: _State) -> None:
     """Queue ``state`` if it was closed and nothing holds it any more."""
-    if state.closing and not state.leases and not state.dependants and state.handle is not None:
+    if (
+        state.closing
+        and not state.leases
+        and not state.dependants
+        and not state.pins
+        and state.handle is not None
+    ):
         deferred.append(state)
+
+
+def unpinned(state: _State) -> None:
+    """Called when the last pin of a closing state went: release it now if it is safe."""
+    _queue_if_free(state)
+    drain()
+
+
+def pin(obj: Handle) -> _State:
+    """Pin ``obj``'s release state for a driver call (see the module docstring).
+
+    Pins, then checks that ``obj`` is open (raising :class:`~cudriver.ClosedError`
+    if not): a ``close()`` on another thread either came first or sees the pin.
+    Pair with :func:`unpin` in a ``finally``.
+    """
+    st = obj._state
+    st.pins.append(None)
+    if obj._h is None:
+        unpin(st)
+        obj._raise_closed()
+    return st
+
+
+def unpin(state: _State) -> None:
+    """End a :func:`pin`; runs the release that waited for it, if any."""
+    pins = state.pins
+    pins.pop()
+    if state.closing and not pins:
+        unpinned(state)
+
+
+def pin_all(*objs: Any) -> list[_State]:
+    """:func:`pin` each cudriver handle among ``objs``; all or none.
+
+    Others (raw handles, None) are skipped. A closed one unpins the others and raises.
+    """
+    states: list[_State] = []
+    try:
+        for o in objs:
+            if isinstance(o, Handle):
+                states.append(pin(o))
+    except BaseException:
+        unpin_all(states)
+        raise
+    return states
+
+
+def unpin_all(states: list[_State]) -> None:
+    """End a :func:`pin_all`."""
+    for st in states:
+        unpin(st)
+
+
+_H = TypeVar("_H", bound="Handle")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def pinned(method: Callable[Concatenate[_H, _P], _R]) -> Callable[Concatenate[_H, _P], _R]:
+    """Keep ``self`` and the handles among the arguments pinned while the method runs.
+
+    For the methods that call the driver off the hot paths (those pin by hand); see
+    :func:`pin`. A closed ``self`` raises its own :class:`~cudriver.ClosedError` first.
+    """
+
+    @functools.wraps(method)
+    def call(self: _H, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if self._h is None:
+            self._raise_closed()
+        states = pin_all(self._pin_target(), *args, *kwargs.values())
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            unpin_all(states)
+
+    return call
 
 
 if not TYPE_CHECKING and COMPILED:
@@ -321,6 +425,10 @@ class Handle(HandleRoot):
         release_state(self._state)
         if deferred:
             drain()
+
+    def _pin_target(self) -> Handle:
+        """What a driver call on this object pins: itself (a kernel: its module)."""
+        return self
 
     def _lease(self) -> Lease:
         """A lease that keeps this handle's release waiting while it lives."""

@@ -179,11 +179,36 @@ def keep(stream_h: Any, *objs: Any) -> None:
         session.add(objs)
 
 
-def begin(stream_h: Any, mode: CaptureMode | int | None) -> CaptureSession:
-    """Begin capturing on ``stream_h`` (``cuStreamBeginCapture``) and register a session."""
+def begin(
+    stream_h: Any,
+    mode: CaptureMode | int | None,
+    *,
+    legacy: bool = False,
+    previous: CaptureSession | None = None,
+) -> CaptureSession:
+    """Begin capturing on ``stream_h`` (``cuStreamBeginCapture``) and register a session.
+
+    ``legacy`` says the stream is the legacy default stream (refused); ``previous`` is
+    the stream's last session (refused while still open).
+    """
+    if legacy:
+        raise StreamCaptureError(
+            _R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+            "cuStreamBeginCapture",
+            "the legacy default stream cannot be captured: capture on a cudriver.Stream()",
+        )
+    if mode is None:
+        m = CaptureMode.THREAD_LOCAL
+    elif isinstance(mode, bool) or not isinstance(mode, int):
+        raise TypeError(f"mode must be a cudriver.CaptureMode, not {type(mode).__name__}")
+    else:
+        m = CaptureMode(mode)
+    if previous is not None and is_open(stream_h, previous):
+        raise StreamCaptureError(
+            _R.CUDA_ERROR_ILLEGAL_STATE, "cuStreamBeginCapture", "this stream is already capturing"
+        )
     if GUARD.armed:
         GUARD.check()
-    m = CaptureMode.THREAD_LOCAL if mode is None else CaptureMode(mode)
     r = _cuStreamBeginCapture(stream_h, _drv.CUstreamCaptureMode(int(m)))
     if r[0] is not SUCCESS:
         raise error_for(r[0], _cuStreamBeginCapture)

@@ -9,7 +9,7 @@ from cuda.bindings import driver as _drv
 from . import _bindings, _handle, _impl
 from ._bindings import SUCCESS
 from ._coerce import StreamLike, bool_arg, handle_arg, stream_handle
-from ._handle import Handle
+from ._handle import Handle, pinned
 from .device import Context, context_arg, current_or_default
 from .errors import GUARD, checked, error_for
 
@@ -113,7 +113,12 @@ class Event(Handle, _impl.EventCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        r = _cuEventRecord(h, stream_handle(stream))
+        sh = stream_handle(stream)
+        pins = _handle.pin_all(self, stream)
+        try:
+            r = _cuEventRecord(h, sh)
+        finally:
+            _handle.unpin_all(pins)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventRecord)
         return self
@@ -125,8 +130,11 @@ class Event(Handle, _impl.EventCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        r = _cuEventQuery(h)
-        s = r[0]
+        st = _handle.pin(self)
+        try:
+            s = _cuEventQuery(h)[0]
+        finally:
+            _handle.unpin(st)
         if s is SUCCESS:
             return True
         if s is _NOT_READY:
@@ -140,14 +148,17 @@ class Event(Handle, _impl.EventCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        pin = _handle.Lease(self._state, self)  # see Stream.synchronize
-        r = _cuEventSynchronize(h)
-        del pin
+        st = _handle.pin(self)  # see Stream.synchronize
+        try:
+            r = _cuEventSynchronize(h)
+        finally:
+            _handle.unpin(st)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventSynchronize)
         if _handle.deferred:
             _handle.drain()
 
+    @pinned
     def elapsed_ms(self, later: Event) -> float:
         """Milliseconds between this event and ``later`` (``cuEventElapsedTime``).
 
@@ -159,6 +170,7 @@ class Event(Handle, _impl.EventCore):
             raise ValueError("elapsed_ms needs two events created with timing=True")
         return float(_cuEventElapsedTime(self.handle, later.handle))
 
+    @pinned
     def ipc_handle(self) -> bytes:
         """Export an interprocess event (``cuIpcGetEventHandle``) as 64 bytes."""
         if not self._flags & int(_F.CU_EVENT_INTERPROCESS):

@@ -9,10 +9,10 @@ from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _impl, capture
+from . import _bindings, _handle, _impl, capture
 from ._bindings import SUCCESS
 from ._coerce import DeviceMemory, StreamLike, bool_arg, handle_arg, stream_handle
-from ._handle import Handle, Lease
+from ._handle import Handle, Lease, pinned
 from ._hostfn import HostFuncRecord
 from .device import Context, context_arg, current_or_default
 from .errors import GUARD, ClosedError, GraphUpdateError, checked, error_for
@@ -120,16 +120,19 @@ class Graph(Handle):
         super()._raise_closed()
 
     @property
+    @pinned
     def num_nodes(self) -> int:
         """Number of nodes (``cuGraphGetNodes``)."""
         _nodes, n = _cuGraphGetNodes(self.handle, 0)
         return int(n)
 
+    @pinned
     def clone(self) -> Graph:
         """A copy of the graph (``cuGraphClone``) that keeps the same objects alive."""
         h = _cuGraphClone(self.handle)
         return Graph._from_handle(h, keep=list(self._keep), context=self._context)
 
+    @pinned
     def to_dot(self, path: str | os.PathLike[str] | None = None, *, verbose: bool = False) -> str:
         """The graph in DOT format (``cuGraphDebugDotPrint``); also written to ``path``.
 
@@ -151,6 +154,7 @@ class Graph(Handle):
         finally:
             os.unlink(tmp)
 
+    @pinned
     def instantiate(
         self,
         *,
@@ -264,9 +268,13 @@ class GraphExec(Handle, _impl.GraphExecCore):
             key = int(sh)
             for rec in self._host_records:
                 rec.stream_key = key
-        if capture.ACTIVE:
-            capture.keep(sh, list(self._keeps))
-        r = _cuGraphLaunch(h, sh)
+        pins = _handle.pin_all(self, stream)
+        try:
+            if capture.ACTIVE:
+                capture.keep(sh, list(self._keeps))
+            r = _cuGraphLaunch(h, sh)
+        finally:
+            _handle.unpin_all(pins)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuGraphLaunch)
         if self._streams is not None:
@@ -274,8 +282,15 @@ class GraphExec(Handle, _impl.GraphExecCore):
 
     def upload(self, stream: StreamLike) -> None:
         """Upload the executable graph's resources on ``stream`` (``cuGraphUpload``)."""
-        _cuGraphUpload(self.handle, stream_handle(stream))
+        h = self.handle
+        sh = stream_handle(stream)
+        pins = _handle.pin_all(self, stream)
+        try:
+            _cuGraphUpload(h, sh)
+        finally:
+            _handle.unpin_all(pins)
 
+    @pinned
     def update(self, graph: Graph) -> None:
         """Update this executable graph in place from ``graph`` (``cuGraphExecUpdate``).
 

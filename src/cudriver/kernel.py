@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _impl, capture
+from . import _bindings, _handle, _impl, capture
 from ._bindings import SUCCESS
 from ._coerce import (
     U32_MAX,
@@ -26,7 +26,7 @@ from ._coerce import (
 )
 from ._coerce import shared_mem as _shared
 from ._enums import FunctionAttribute
-from ._handle import Handle, Lease
+from ._handle import Handle, Lease, pinned
 from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
 from .errors import GUARD, ClosedError, NotSupportedError, checked, error_for
 
@@ -120,6 +120,7 @@ class Kernel(Handle, _impl.KernelCore):
             name = raw.decode() if isinstance(raw, bytes) else str(raw)
         return cls._new(h, name, None, owner)
 
+    @pinned
     def _load(self) -> None:
         """Load the kernel's code now (``cuFuncLoad``) unless it is loaded already.
 
@@ -145,6 +146,11 @@ class Kernel(Handle, _impl.KernelCore):
         if mod is not None and mod._h is not None:
             return mod._lease()
         return super()._lease()
+
+    def _pin_target(self) -> Handle:
+        """A driver call on the kernel pins its module (unloading it frees the code)."""
+        mod = self._module
+        return mod if mod is not None else self
 
     def _raise_closed(self) -> NoReturn:
         mod = self._module
@@ -194,6 +200,7 @@ class Kernel(Handle, _impl.KernelCore):
             assert s is not None
         return s
 
+    @pinned
     def _load_params(self) -> tuple[ParamInfo, ...]:
         h = self._closed_check()
         fn = _bindings.func_get_param_info
@@ -231,6 +238,7 @@ class Kernel(Handle, _impl.KernelCore):
         return lay
 
     # -- attributes --------------------------------------------------------------------
+    @pinned
     def attribute(self, attr: FunctionAttribute | int) -> int:
         """Read a kernel attribute (``cuFuncGetAttribute``)."""
         a = _func_attr(attr)
@@ -239,6 +247,7 @@ class Kernel(Handle, _impl.KernelCore):
             raise error_for(r[0], _cuFuncGetAttribute, f"attribute {a.name}")
         return int(r[1])
 
+    @pinned
     def set_attribute(self, attr: FunctionAttribute | int, value: int) -> None:
         """Set a kernel attribute (``cuFuncSetAttribute``).
 
@@ -345,47 +354,55 @@ class Kernel(Handle, _impl.KernelCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        # Inline fast paths for int grid/block and no shared memory; _dims and
-        # _shared validate everything else.
-        if type(grid) is int and 0 < grid <= U32_MAX:
-            gx, gy, gz = grid, 1, 1
-        else:
-            gx, gy, gz = dims(grid, "grid")
-        if type(block) is int and 0 < block <= U32_MAX:
-            bx, by, bz = block, 1, 1
-        else:
-            bx, by, bz = dims(block, "block")
-        shmem = shared_mem if shared_mem == 0 and type(shared_mem) is int else _shared(shared_mem)
-        lay = self._layout
-        if lay is None:
-            lay = self._arg_layout()
-        if len(args) != lay.n:
-            raise count_error(self._name, lay.n, len(args))
-        sh = stream_handle(stream)
-        if not args:
-            if capture.ACTIVE:
-                capture.keep(sh, self)
-            r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, 0, 0)
+        # The module and the stream stay pinned through every driver call below (a
+        # close() on another thread destroys them afterwards).
+        pins = _handle.pin_all(self._module, stream)
+        try:
+            # Inline fast paths for int grid/block and no shared memory; _dims and
+            # _shared validate everything else.
+            if type(grid) is int and 0 < grid <= U32_MAX:
+                gx, gy, gz = grid, 1, 1
+            else:
+                gx, gy, gz = dims(grid, "grid")
+            if type(block) is int and 0 < block <= U32_MAX:
+                bx, by, bz = block, 1, 1
+            else:
+                bx, by, bz = dims(block, "block")
+            shmem = shared_mem
+            if shared_mem != 0 or type(shared_mem) is not int:
+                shmem = _shared(shared_mem)
+            lay = self._layout
+            if lay is None:
+                lay = self._arg_layout()
+            if len(args) != lay.n:
+                raise count_error(self._name, lay.n, len(args))
+            sh = stream_handle(stream)
+            if not args:
+                if capture.ACTIVE:
+                    capture.keep(sh, self)
+                r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, 0, 0)
+                if r[0] is not SUCCESS:
+                    raise self._launch_error(r[0], (gx, gy, gz), (bx, by, bz), shmem)
+                return
+            pool = lay.pool
+            try:
+                scratch = pool.pop()
+            except IndexError:
+                scratch = lay.storage()
+            try:
+                pack_fast(scratch[0], lay.items, args, self._name)
+                if capture.ACTIVE:
+                    capture.keep(sh, self, args)
+                r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, scratch[3], 0)
+            finally:
+                pool.append(scratch)
             if r[0] is not SUCCESS:
                 raise self._launch_error(r[0], (gx, gy, gz), (bx, by, bz), shmem)
-            return
-        pool = lay.pool
-        try:
-            scratch = pool.pop()
-        except IndexError:
-            scratch = lay.storage()
-        try:
-            pack_fast(scratch[0], lay.items, args, self._name)
-            if capture.ACTIVE:
-                capture.keep(sh, self, args)
-            r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, scratch[3], 0)
+            for a in args:
+                if isinstance(a, DeviceMemory):
+                    a._note_use(sh)
         finally:
-            pool.append(scratch)
-        if r[0] is not SUCCESS:
-            raise self._launch_error(r[0], (gx, gy, gz), (bx, by, bz), shmem)
-        for a in args:
-            if isinstance(a, DeviceMemory):
-                a._note_use(sh)
+            _handle.unpin_all(pins)
 
     def prepare(self, grid: Any, block: Any, *args: Any, shared_mem: int = 0) -> LaunchPlan:
         """Pack the arguments once; :meth:`LaunchPlan.launch` then reuses them.
@@ -529,9 +546,13 @@ class LaunchPlan(_impl.PlanCore):
         if self._kernel._h is None:
             self._kernel._raise_closed()
         sh = stream_handle(stream)
-        if capture.ACTIVE:
-            capture.keep(sh, self._kernel, self._args)
-        r = self._call(sh, self._params, 0)
+        pins = _handle.pin_all(self._kernel._module, stream)
+        try:
+            if capture.ACTIVE:
+                capture.keep(sh, self._kernel, self._args)
+            r = self._call(sh, self._params, 0)
+        finally:
+            _handle.unpin_all(pins)
         if r[0] is not SUCCESS:
             raise self._kernel._launch_error(r[0], self.grid, self.block, self._shmem)
         for a in self._used:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from cuda.bindings import driver as _drv
 
-from . import capture
+from . import _handle, capture
 from ._bindings import SUCCESS
 from ._coerce import U64_LIMIT, DeviceMemory, device_address
 from ._enums import DeviceAttribute, MemOpType, WaitCondition
@@ -438,13 +438,17 @@ def write_value(
     fn, needs = _WRITE[width]
     if GUARD.armed:
         GUARD.check()
-    if needs:
-        require(stream.device, needs, fn)
-    r = fn(h, a, v, _NO_BARRIER if no_memory_barrier else 0)
-    if r[0] is not SUCCESS:
-        raise _write_error(r[0], fn, no_memory_barrier)
-    if obj is not None and capture.ACTIVE:
-        capture.keep(h, obj)
+    pins = _handle.pin_all(stream, obj)
+    try:
+        if needs:
+            require(stream.device, needs, fn)
+        r = fn(h, a, v, _NO_BARRIER if no_memory_barrier else 0)
+        if r[0] is not SUCCESS:
+            raise _write_error(r[0], fn, no_memory_barrier)
+        if obj is not None and capture.ACTIVE:
+            capture.keep(h, obj)
+    finally:
+        _handle.unpin_all(pins)
 
 
 def wait_value(
@@ -458,15 +462,19 @@ def wait_value(
     needs |= (_NEED_NOR if flags == 3 else 0) | (_NEED_FLUSH if flush else 0)
     if GUARD.armed:
         GUARD.check()
-    if needs:
-        require(stream.device, needs, fn)
     if flush:
         flags |= _WAIT_FLUSH
-    r = fn(h, a, v, flags)
-    if r[0] is not SUCCESS:
-        raise error_for(r[0], fn)
-    if obj is not None and capture.ACTIVE:
-        capture.keep(h, obj)
+    pins = _handle.pin_all(stream, obj)
+    try:
+        if needs:
+            require(stream.device, needs, fn)
+        r = fn(h, a, v, flags)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], fn)
+        if obj is not None and capture.ACTIVE:
+            capture.keep(h, obj)
+    finally:
+        _handle.unpin_all(pins)
 
 
 def batch(stream: _HasDevice, h: Any, ops: Iterable[MemOp]) -> None:

@@ -32,7 +32,7 @@ from ._coerce import (
     typed_shape,
 )
 from ._copy import cai_stream_value, fill_args, ndarray_address, operand, order_after
-from ._handle import Lease
+from ._handle import Lease, pinned
 from ._init import init
 from .device import (
     Context,
@@ -404,6 +404,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
             ctx = self._resolve_context()
         return ctx
 
+    @pinned
     def _resolve_context(self) -> Context:
         init()
         r = _cuPointerGetAttribute(_PTR_ATTR_CONTEXT, self.handle)
@@ -561,6 +562,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         copy = _cuMemcpyDtoDAsync if on_dev else _cuMemcpyHtoDAsync
         self._enqueue(stream, other, keep, copy, dst, addr, n)
 
+    @pinned
     def _enqueue(
         self, stream: StreamLike, other: int | None, keep: Any, fn: Any, *args: Any
     ) -> None:

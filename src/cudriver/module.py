@@ -18,7 +18,7 @@ from cuda.bindings import driver as _drv
 from . import _bindings
 from ._bindings import SUCCESS
 from ._coerce import bool_arg, handle_arg
-from ._handle import Handle
+from ._handle import Handle, pinned
 from .device import Context, call_in_context, context_arg, current_or_default
 from .errors import GUARD, InvalidImageError, NotSupportedError, checked, error_for
 from .kernel import Kernel
@@ -224,6 +224,7 @@ class Module(Handle):
             self._context = current_or_default()
         return self._context
 
+    @pinned
     def kernel(self, name: str) -> Kernel:
         """The kernel named ``name`` (``cuModuleGetFunction``; cached by name).
 
@@ -258,6 +259,7 @@ class Module(Handle):
         self._kernels[name] = k
         return k
 
+    @pinned
     def get_global(self, name: str) -> tuple[int, int]:
         """Address and size of a ``__device__`` or ``__constant__`` variable.
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from cuda.bindings import driver as _drv
@@ -26,9 +25,18 @@ from ._coerce import (
     stream_handle,
     uint_arg,
 )
-from ._enums import AccessProperty, CaptureMode, CaptureStatus, MemAttach, SyncPolicy, WaitCondition
+from ._enums import (
+    AccessPolicyWindow,
+    AccessProperty,
+    CaptureMode,
+    CaptureStatus,
+    MemAttach,
+    SyncPolicy,
+    WaitCondition,
+)
+from ._handle import pinned
 from .device import Context, Device, context_arg, current_or_default
-from .errors import GUARD, StreamCaptureError, checked, error_for
+from .errors import GUARD, checked, error_for
 from .event import Event
 from .graph import Graph
 from .memops import MemOp
@@ -36,24 +44,7 @@ from .memops import MemOp
 __all__ = ["Stream", "AccessPolicyWindow"]
 
 
-@dataclass(frozen=True)
-class AccessPolicyWindow:
-    """An L2 persistence window for a stream (``CUaccessPolicyWindow``).
-
-    ``num_bytes == 0`` means no window.
-    """
-
-    base_ptr: int
-    num_bytes: int
-    hit_ratio: float = 1.0
-    hit_prop: AccessProperty = AccessProperty.PERSISTING
-    miss_prop: AccessProperty = AccessProperty.STREAMING
-
-
-AccessPolicyWindow.__module__ = "cudriver"
-
 _NOT_READY = _drv.CUresult.CUDA_ERROR_NOT_READY
-_R = _drv.CUresult
 # The hot paths call the bindings directly and test the status by identity.
 _cuStreamQuery = _drv.cuStreamQuery
 _cuStreamSynchronize = _drv.cuStreamSynchronize
@@ -208,9 +199,11 @@ class Stream(StreamBase, _impl.StreamCore):
             self._raise_closed()
         # Pinned for the wait: a close() on another thread meanwhile destroys the stream
         # only after it (waiting on a destroyed stream crashed the process).
-        pin = _handle.Lease(self._state, self)
-        r = _cuStreamSynchronize(h)
-        del pin
+        st = _handle.pin(self)
+        try:
+            r = _cuStreamSynchronize(h)
+        finally:
+            _handle.unpin(st)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuStreamSynchronize)
         if _handle.deferred:
@@ -226,7 +219,11 @@ class Stream(StreamBase, _impl.StreamCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        s = _cuStreamQuery(h)[0]
+        st = _handle.pin(self)
+        try:
+            s = _cuStreamQuery(h)[0]
+        finally:
+            _handle.unpin(st)
         if s is SUCCESS:
             return True
         if s is _NOT_READY:
@@ -247,19 +244,20 @@ class Stream(StreamBase, _impl.StreamCore):
         if isinstance(other, Event):
             if GUARD.armed:
                 GUARD.check()
-            r = _cuStreamWaitEvent(h, other.handle, 0)
+            eh = other.handle
+            pins = _handle.pin_all(self, other)
+            try:
+                r = _cuStreamWaitEvent(h, eh, 0)
+            finally:
+                _handle.unpin_all(pins)
             if r[0] is not SUCCESS:
                 raise error_for(r[0], _cuStreamWaitEvent)
             return
-        oh = stream_handle(other)
+        stream_handle(other)  # checked before the event is made
         ev = Event(timing=False, context=self._ctx_or_none())
         try:
-            r = _cuEventRecord(ev.handle, oh)
-            if r[0] is not SUCCESS:
-                raise error_for(r[0], _cuEventRecord)
-            r = _cuStreamWaitEvent(h, ev.handle, 0)
-            if r[0] is not SUCCESS:
-                raise error_for(r[0], _cuStreamWaitEvent)
+            ev.record(other)
+            self.wait(ev)
         finally:
             ev.close()  # the driver keeps the recorded state until the wait resolves
 
@@ -279,7 +277,12 @@ class Stream(StreamBase, _impl.StreamCore):
             raise TypeError(f"record() takes a cudriver.Event, not {type(event).__name__}")
         if GUARD.armed:
             GUARD.check()
-        r = _cuEventRecord(event.handle, h)
+        eh = event.handle
+        pins = _handle.pin_all(self, event)
+        try:
+            r = _cuEventRecord(eh, h)
+        finally:
+            _handle.unpin_all(pins)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventRecord)
         return event
@@ -294,9 +297,9 @@ class Stream(StreamBase, _impl.StreamCore):
     def launch_host_func(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
         """Run ``fn(*args, **kwargs)`` on a driver thread when the stream reaches this point.
 
-        Calls ``cuLaunchHostFunc`` (of ``libcuda``, through ctypes). The function runs
-        after all work enqueued on the stream before it; work enqueued after it waits
-        until it returns. Does not block and does not allocate device memory.
+        Calls ``cuLaunchHostFunc``. The function runs after all work enqueued on the
+        stream before it; work enqueued after it waits until it returns. Does not
+        block and does not allocate device memory.
 
         Inside a capture (``with stream.capture() as g:``) a host node is recorded
         instead; it runs on every replay of every executable graph made from ``g``.
@@ -315,21 +318,17 @@ class Stream(StreamBase, _impl.StreamCore):
 
         Notes
         -----
-        * The driver thread acquires the GIL to run ``fn``: a host function cannot run
-          while another thread holds the GIL, and work behind it on the stream waits.
-          With cuda-bindings 12.x, whose calls do not always release the GIL, waiting
-          on such a stream from Python can therefore deadlock; 13.x releases it.
-        * Cost: about 18.8 µs per host function enqueued and run through ctypes, and
-          about 23 µs through this method (both measured on an H200, thousands in a
-          row): mostly the driver thread's hand-off and taking the GIL. To signal
-          completion at high rates, write to mapped memory with
-          :meth:`write_value32` instead.
-        * An exception raised by ``fn`` does not stop the stream: later host functions
-          still run. It is re-raised as :class:`~cudriver.HostCallbackError` (the
-          original as ``__cause__``, with its traceback; all of them in ``.errors``)
-          by the next ``synchronize()`` of this stream (for a graph: of the stream the
-          executable graph was launched on) or ``Context.synchronize()``. One never
-          collected goes to :data:`sys.unraisablehook` when the stream is closed.
+        * The driver thread takes the GIL to run ``fn``; work behind it on the stream
+          waits meanwhile. (cuda-bindings 12.x calls do not always release the GIL,
+          so waiting on such a stream from Python can deadlock there.)
+        * Each one costs several microseconds, mostly the driver's hand-off (see the
+          performance page); to signal completion at high rates use
+          :meth:`write_value32` on mapped memory.
+        * An exception raised by ``fn`` does not stop the stream. The next
+          ``synchronize()`` of this stream (for a graph: of the stream it was launched
+          on) or ``Context.synchronize()`` re-raises it as
+          :class:`~cudriver.HostCallbackError` (all of them in ``.errors``); one
+          never collected goes to :data:`sys.unraisablehook` when the stream closes.
 
         Raises
         ------
@@ -345,7 +344,11 @@ class Stream(StreamBase, _impl.StreamCore):
             raise TypeError(f"launch_host_func needs a callable, not {type(fn).__name__}")
         ctx = self._context
         ctx_key = ctx._key if ctx is not None else self.context._key
-        _hostfn.launch(h, self._key, ctx_key, fn, args, kwargs)
+        st = _handle.pin(self)
+        try:
+            _hostfn.launch(h, self._key, ctx_key, fn, args, kwargs)
+        finally:
+            _handle.unpin(st)
 
     # -- memory operations ----------------------------------------------------------------
     def write_value32(self, addr: Any, value: int, *, no_memory_barrier: bool = False) -> None:
@@ -519,28 +522,34 @@ class Stream(StreamBase, _impl.StreamCore):
         return self.context.device
 
     @property
+    @pinned
     def priority(self) -> int:
         """The stream's priority (``cuStreamGetPriority``)."""
         return int(_cuStreamGetPriority(self.handle))
 
     @property
+    @pinned
     def non_blocking(self) -> bool:
         """Whether the stream does not synchronise with the legacy stream (``cuStreamGetFlags``)."""
         return bool(int(_cuStreamGetFlags(self.handle)) & _NON_BLOCKING)
 
     @property
+    @pinned
     def id(self) -> int:
         """The process-unique stream id (``cuStreamGetId``)."""
         return int(_cuStreamGetId(self.handle))
 
     # -- attributes -----------------------------------------------------------------------
+    @pinned
     def copy_attributes_from(self, other: StreamLike) -> None:
         """Copy ``other``'s attributes to this stream (``cuStreamCopyAttributes``)."""
         _cuStreamCopyAttributes(self.handle, stream_handle(other))
 
+    @pinned
     def _get_attr(self, attr: int) -> Any:
         return _cuStreamGetAttribute(self.handle, _drv.CUstreamAttrID(attr))
 
+    @pinned
     def _set_attr(self, attr: int, value: Any) -> None:
         _cuStreamSetAttribute(self.handle, _drv.CUstreamAttrID(attr), value)
 
@@ -586,6 +595,7 @@ class Stream(StreamBase, _impl.StreamCore):
         v.accessPolicyWindow = w
         self._set_attr(_ATTR_ACCESS_POLICY, v)
 
+    @pinned
     def attach_mem_async(
         self, ptr: Any, length: int = 0, flags: MemAttach = MemAttach.SINGLE
     ) -> None:
@@ -602,6 +612,7 @@ class Stream(StreamBase, _impl.StreamCore):
         _cuStreamAttachMemAsync(self.handle, _drv.CUdeviceptr(a), n, int(f))
 
     # -- capture --------------------------------------------------------------------------
+    @pinned
     def begin_capture(self, mode: CaptureMode | int | None = None) -> None:
         """Start capturing work on this stream into a graph (``cuStreamBeginCapture``).
 
@@ -618,26 +629,9 @@ class Stream(StreamBase, _impl.StreamCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        if self._key in (0, _LEGACY) or self._special == "legacy":
-            raise StreamCaptureError(
-                _R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-                "cuStreamBeginCapture",
-                "the legacy default stream cannot be captured: capture on a cudriver.Stream()",
-            )
-        if mode is None:
-            mode = CaptureMode.THREAD_LOCAL
-        elif isinstance(mode, bool) or not isinstance(mode, int):
-            raise TypeError(f"mode must be a cudriver.CaptureMode, not {type(mode).__name__}")
-        else:
-            mode = CaptureMode(mode)
-        session = self._capture
-        if session is not None and capture.is_open(h, session):
-            raise StreamCaptureError(
-                _R.CUDA_ERROR_ILLEGAL_STATE,
-                "cuStreamBeginCapture",
-                "this stream is already capturing",
-            )
-        session = self._capture = capture.begin(h, mode)
+        legacy = self._key in (0, _LEGACY) or self._special == "legacy"
+        session = capture.begin(h, mode, legacy=legacy, previous=self._capture)
+        self._capture = session
         session.close_with(self)  # a stream collected mid-capture must not leave it open
 
     def end_capture(self) -> Graph:
@@ -655,6 +649,7 @@ class Stream(StreamBase, _impl.StreamCore):
         h, keep = self._end_capture()
         return Graph._from_handle(h, keep=keep, context=self._context)
 
+    @pinned
     def _end_capture(self) -> tuple[Any, list[Any]]:
         h = self._h
         if h is None:
@@ -711,6 +706,7 @@ class Stream(StreamBase, _impl.StreamCore):
         super().close()
 
     @property
+    @pinned
     def capture_status(self) -> CaptureStatus:
         """The stream's :class:`~cudriver.CaptureStatus` (``cuStreamGetCaptureInfo``)."""
         return CaptureStatus(int(capture.info(self.handle).status))
@@ -721,12 +717,14 @@ class Stream(StreamBase, _impl.StreamCore):
         return self.capture_status is not CaptureStatus.NONE
 
     @property
+    @pinned
     def capture_id(self) -> int | None:
         """The id of the active capture, or None (``cuStreamGetCaptureInfo``)."""
         ci = capture.info(self.handle)
         return ci.id if int(ci.status) == CaptureStatus.ACTIVE else None
 
     @property
+    @pinned
     def capture_graph(self) -> Graph | None:
         """The graph being captured into (borrowed), or None (``cuStreamGetCaptureInfo``)."""
         ci = capture.info(self.handle)
