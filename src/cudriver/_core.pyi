@@ -31,6 +31,7 @@ class State:
     leases: Any
     on_release: Any
     pins: list[None]
+    busy: int
     pid: Any
     release: Any
     used_on: Any

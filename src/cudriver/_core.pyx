@@ -240,7 +240,7 @@ cdef inline object _pin(object o):
     cdef PyObject* p = (<HandleRoot>o)._st
     if p == NULL or type(<object>p) is not State:
         return None
-    (<State>p).pins.append(None)
+    (<State>p).busy += 1  # a C counter: no allocation, and the GIL is held
     return <object>p
 
 
@@ -249,8 +249,8 @@ cdef inline int _unpin(object state) except -1:
     if state is None:
         return 0
     st = <State>state
-    st.pins.pop()
-    if st.closing and not st.pins:
+    st.busy -= 1
+    if st.closing and st.busy == 0 and not st.pins:
         _unpinned(st)
     return 0
 
@@ -920,6 +920,8 @@ cdef class State:
     cdef public object on_release
     cdef public object pid
     cdef public list pins
+    # The pins taken by the compiled methods (the pure paths use ``pins``).
+    cdef public int busy
     cdef public object release
     cdef public object used_on
 
@@ -1220,7 +1222,7 @@ cdef int _release_state(State st, bint collected) except -1:
         return 0
     # Closing first, then the leases: see the pure implementation.
     st.closing = True
-    if st.leases or st.dependants or st.pins:
+    if st.leases or st.dependants or st.pins or st.busy:
         return 0
     if collected or not _may_release_now():
         _DEFERRED.append(st)
@@ -1273,7 +1275,7 @@ cdef int _release(State st) except -1:
         for dep in st.deps:
             (<State?>dep).dependants.discard(me)
             if (dep.closing and not dep.leases and not dep.dependants and not dep.pins
-                    and dep.handle is not None):
+                    and not (<State>dep).busy and dep.handle is not None):
                 _DEFERRED.append(dep)
         st.deps = ()
         st.keep = None

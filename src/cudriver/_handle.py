@@ -64,6 +64,7 @@ __all__ = [
     "unpin",
     "pin_all",
     "unpin_all",
+    "unpin2",
     "pinned",
 ]
 
@@ -74,6 +75,7 @@ class _State:
     """What the release needs; never refers back to the owning object."""
 
     __slots__ = (
+        "busy",
         "closing",
         "dependants",
         "deps",
@@ -110,6 +112,8 @@ class _State:
         # One entry per driver call in flight on the handle (see the module docstring);
         # a list because append and pop are atomic under the GIL.
         self.pins: list[None] = []
+        # The compiled core's State counts its own pins here, in C; always 0 in pure mode.
+        self.busy = 0
         # The states of the handles in ``keep``, and the ids of the unreleased states
         # that keep this one: a state is released only after all its dependants, in
         # whatever order garbage collection finalises their objects.
@@ -158,7 +162,7 @@ def release_state(state: _State, *, collected: bool = False) -> None:
     # sees the closing flag and queues the release (queuing twice is harmless: the
     # release claims the handle once).
     state.closing = True
-    if state.leases or state.dependants or state.pins:
+    if state.leases or state.dependants or state.pins or state.busy:
         return
     if collected or not _may_release_now():
         deferred.append(state)
@@ -179,7 +183,7 @@ def drain() -> None:
             state = deferred.popleft()
         except IndexError:
             return
-        if state.leases or state.dependants or state.pins:  # held again meanwhile
+        if state.leases or state.dependants or state.pins or state.busy:  # held again
             continue
         _release(state)
 
@@ -228,6 +232,7 @@ def _queue_if_free(state: _State) -> None:
         and not state.leases
         and not state.dependants
         and not state.pins
+        and not state.busy
         and state.handle is not None
     ):
         deferred.append(state)
@@ -237,6 +242,18 @@ def unpinned(state: _State) -> None:
     """Called when the last pin of a closing state went: release it now if it is safe."""
     _queue_if_free(state)
     drain()
+
+
+def unpin2(a: _State | None, b: _State | None) -> None:
+    """End the pins a hot path took by hand on an object and its argument (if any)."""
+    if b is not None:
+        b.pins.pop()
+        if b.closing:
+            unpinned(b)
+    if a is not None:
+        a.pins.pop()
+        if a.closing:
+            unpinned(a)
 
 
 def pin(obj: Handle) -> _State:
@@ -268,13 +285,14 @@ def pin_all(*objs: Any) -> list[_State]:
     Others (raw handles, None) are skipped. A closed one unpins the others and raises.
     """
     states: list[_State] = []
-    try:
-        for o in objs:
-            if isinstance(o, Handle):
-                states.append(pin(o))
-    except BaseException:
-        unpin_all(states)
-        raise
+    for o in objs:
+        if isinstance(o, Handle):
+            st = o._state
+            st.pins.append(None)
+            states.append(st)
+            if o._h is None:
+                unpin_all(states)
+                o._raise_closed()
     return states
 
 

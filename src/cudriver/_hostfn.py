@@ -56,6 +56,7 @@ from cuda.bindings import driver as _drv
 
 from . import _bindings, _impl, capture
 from ._bindings import SUCCESS
+from ._handle import Handle, unpinned
 from .errors import GUARD, HostCallbackError, error_for
 
 __all__ = [
@@ -261,11 +262,38 @@ _TRAMPOLINE_ADDR: int = (
 
 
 def launch(
-    h: Any, stream_key: int, ctx_key: int, fn: Callable[..., Any], args: Any, kwargs: Any
+    stream: Handle | None,
+    h: Any,
+    stream_key: int,
+    ctx_key: int,
+    fn: Callable[..., Any],
+    args: Any,
+    kwargs: Any,
 ) -> HostFuncRecord:
-    """Register ``fn(*args, **kwargs)`` and enqueue it on stream ``h`` (``cuLaunchHostFunc``)."""
+    """Register ``fn(*args, **kwargs)`` and enqueue it on ``stream`` (``cuLaunchHostFunc``).
+
+    ``h`` is the stream's handle; ``stream`` (None for a raw handle) stays pinned
+    through the driver calls.
+    """
     if GUARD.armed:
         GUARD.check()
+    if stream is None:
+        return _launch(h, stream_key, ctx_key, fn, args, kwargs)
+    st = stream._state
+    st.pins.append(None)
+    try:
+        if stream._h is None:
+            stream._raise_closed()
+        return _launch(h, stream_key, ctx_key, fn, args, kwargs)
+    finally:
+        st.pins.pop()
+        if st.closing:
+            unpinned(st)
+
+
+def _launch(
+    h: Any, stream_key: int, ctx_key: int, fn: Callable[..., Any], args: Any, kwargs: Any
+) -> HostFuncRecord:
     call = _bindings.launch_host_func()
     key = next(_keys)
     rec = HostFuncRecord(key, fn, args, kwargs, stream_key, ctx_key)

@@ -44,6 +44,7 @@ from cuda.bindings import driver as _raw
 
 from . import _bindings, _hostfn
 from ._coerce import stream_handle
+from ._handle import Handle
 from .errors import GUARD, NotSupportedError, checked, error_for
 
 __all__ = ["cuLaunchHostFunc"]
@@ -88,7 +89,8 @@ def cuLaunchHostFunc(hStream: Any, fn: Any, userData: Any) -> None:
         if GUARD.armed:
             GUARD.check()
         ctx = _cuStreamGetCtx(h) if int(h) not in (0, 1, 2) else _cuCtxGetCurrent()
-        _hostfn.launch(h, int(h), int(ctx), fn, (userData,), {})
+        owner = hStream if isinstance(hStream, Handle) else None
+        _hostfn.launch(owner, h, int(h), int(ctx), fn, (userData,), {})
         return
     fn_addr = _address(fn, "fn")
     if fn_addr == 0:

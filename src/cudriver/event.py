@@ -8,7 +8,7 @@ from cuda.bindings import driver as _drv
 
 from . import _bindings, _handle, _impl
 from ._bindings import SUCCESS
-from ._coerce import StreamLike, bool_arg, handle_arg, stream_handle
+from ._coerce import StreamBase, StreamLike, bool_arg, handle_arg, stream_handle
 from ._handle import Handle, pinned
 from .device import Context, context_arg, current_or_default
 from .errors import GUARD, checked, error_for
@@ -113,12 +113,25 @@ class Event(Handle, _impl.EventCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        sh = stream_handle(stream)
-        pins = _handle.pin_all(self, stream)
+        # The event and the stream stay pinned for the call (pinned, then checked).
+        st = self._state
+        st.pins.append(None)
+        sb = stream if isinstance(stream, StreamBase) else None
+        sst = None
+        if sb is not None:
+            sst = sb._state
+            sst.pins.append(None)
         try:
+            if self._h is None:
+                self._raise_closed()
+            # A cudriver stream's handle inline; stream_handle for everything else.
+            if sb is None:
+                sh = stream_handle(stream)
+            elif (sh := sb._h) is None:
+                sb._raise_closed()
             r = _cuEventRecord(h, sh)
         finally:
-            _handle.unpin_all(pins)
+            _handle.unpin2(st, sst)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventRecord)
         return self
@@ -130,11 +143,16 @@ class Event(Handle, _impl.EventCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        st = _handle.pin(self)
+        st = self._state
+        st.pins.append(None)  # pinned, then checked (see _handle.pin)
         try:
+            if self._h is None:
+                self._raise_closed()
             s = _cuEventQuery(h)[0]
         finally:
-            _handle.unpin(st)
+            st.pins.pop()
+            if st.closing:
+                _handle.unpinned(st)
         if s is SUCCESS:
             return True
         if s is _NOT_READY:
@@ -148,11 +166,16 @@ class Event(Handle, _impl.EventCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        st = _handle.pin(self)  # see Stream.synchronize
+        st = self._state
+        st.pins.append(None)  # pinned, then checked (see _handle.pin)
         try:
+            if self._h is None:
+                self._raise_closed()
             r = _cuEventSynchronize(h)
         finally:
-            _handle.unpin(st)
+            st.pins.pop()
+            if st.closing:
+                _handle.unpinned(st)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventSynchronize)
         if _handle.deferred:

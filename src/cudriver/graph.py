@@ -11,7 +11,14 @@ from cuda.bindings import driver as _drv
 
 from . import _bindings, _handle, _impl, capture
 from ._bindings import SUCCESS
-from ._coerce import DeviceMemory, StreamLike, bool_arg, handle_arg, stream_handle
+from ._coerce import (
+    DeviceMemory,
+    StreamBase,
+    StreamLike,
+    bool_arg,
+    handle_arg,
+    stream_handle,
+)
 from ._handle import Handle, Lease, pinned
 from ._hostfn import HostFuncRecord
 from .device import Context, context_arg, current_or_default
@@ -263,32 +270,39 @@ class GraphExec(Handle, _impl.GraphExecCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        sh = stream_handle(stream)
-        if self._host_records:
-            key = int(sh)
-            for rec in self._host_records:
-                rec.stream_key = key
-        pins = _handle.pin_all(self, stream)
+        # The graph and the stream stay pinned for the calls (pinned, then checked).
+        st = self._state
+        st.pins.append(None)
+        sb = stream if isinstance(stream, StreamBase) else None
+        sst = None
+        if sb is not None:
+            sst = sb._state
+            sst.pins.append(None)
         try:
+            if self._h is None:
+                self._raise_closed()
+            if sb is None:
+                sh = stream_handle(stream)
+            elif (sh := sb._h) is None:
+                sb._raise_closed()
+            if self._host_records:
+                key = int(sh)
+                for rec in self._host_records:
+                    rec.stream_key = key
             if capture.ACTIVE:
                 capture.keep(sh, list(self._keeps))
             r = _cuGraphLaunch(h, sh)
         finally:
-            _handle.unpin_all(pins)
+            _handle.unpin2(st, sst)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuGraphLaunch)
         if self._streams is not None:
             self._streams.add(int(sh))
 
+    @pinned
     def upload(self, stream: StreamLike) -> None:
         """Upload the executable graph's resources on ``stream`` (``cuGraphUpload``)."""
-        h = self.handle
-        sh = stream_handle(stream)
-        pins = _handle.pin_all(self, stream)
-        try:
-            _cuGraphUpload(h, sh)
-        finally:
-            _handle.unpin_all(pins)
+        _cuGraphUpload(self.handle, stream_handle(stream))
 
     @pinned
     def update(self, graph: Graph) -> None:

@@ -18,6 +18,7 @@ from ._bindings import SUCCESS
 from ._coerce import (
     U32_MAX,
     DeviceMemory,
+    StreamBase,
     StreamLike,
     dims,
     handle_arg,
@@ -355,9 +356,19 @@ class Kernel(Handle, _impl.KernelCore):
         if h is None:
             self._raise_closed()
         # The module and the stream stay pinned through every driver call below (a
-        # close() on another thread destroys them afterwards).
-        pins = _handle.pin_all(self._module, stream)
+        # close() on another thread destroys them afterwards); pinned, then checked.
+        mod = self._module
+        mst = mod._state if mod is not None else None
+        if mst is not None:
+            mst.pins.append(None)
+        sb = stream if isinstance(stream, StreamBase) else None
+        sst = None
+        if sb is not None:
+            sst = sb._state
+            sst.pins.append(None)
         try:
+            if self._h is None:
+                self._raise_closed()
             # Inline fast paths for int grid/block and no shared memory; _dims and
             # _shared validate everything else.
             if type(grid) is int and 0 < grid <= U32_MAX:
@@ -376,7 +387,10 @@ class Kernel(Handle, _impl.KernelCore):
                 lay = self._arg_layout()
             if len(args) != lay.n:
                 raise count_error(self._name, lay.n, len(args))
-            sh = stream_handle(stream)
+            if sb is None:
+                sh = stream_handle(stream)
+            elif (sh := sb._h) is None:
+                sb._raise_closed()
             if not args:
                 if capture.ACTIVE:
                     capture.keep(sh, self)
@@ -402,7 +416,7 @@ class Kernel(Handle, _impl.KernelCore):
                 if isinstance(a, DeviceMemory):
                     a._note_use(sh)
         finally:
-            _handle.unpin_all(pins)
+            _handle.unpin2(mst, sst)
 
     def prepare(self, grid: Any, block: Any, *args: Any, shared_mem: int = 0) -> LaunchPlan:
         """Pack the arguments once; :meth:`LaunchPlan.launch` then reuses them.
@@ -545,14 +559,28 @@ class LaunchPlan(_impl.PlanCore):
             GUARD.check()
         if self._kernel._h is None:
             self._kernel._raise_closed()
-        sh = stream_handle(stream)
-        pins = _handle.pin_all(self._kernel._module, stream)
+        k = self._kernel
+        mod = k._module
+        mst = mod._state if mod is not None else None
+        if mst is not None:
+            mst.pins.append(None)
+        sb = stream if isinstance(stream, StreamBase) else None
+        sst = None
+        if sb is not None:
+            sst = sb._state
+            sst.pins.append(None)
         try:
+            if k._h is None:
+                k._raise_closed()
+            if sb is None:
+                sh = stream_handle(stream)
+            elif (sh := sb._h) is None:
+                sb._raise_closed()
             if capture.ACTIVE:
                 capture.keep(sh, self._kernel, self._args)
             r = self._call(sh, self._params, 0)
         finally:
-            _handle.unpin_all(pins)
+            _handle.unpin2(mst, sst)
         if r[0] is not SUCCESS:
             raise self._kernel._launch_error(r[0], self.grid, self.block, self._shmem)
         for a in self._used:

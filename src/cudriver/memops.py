@@ -404,12 +404,22 @@ def _check_ops(ops: Any) -> list[MemOp]:
 
 
 # -- enqueueing, for the methods of Stream -------------------------------------------------
-class _HasDevice(Protocol):
-    """What the enqueue functions need of a stream: its device, for feature checks."""
+class _Stream(Protocol):
+    """What the enqueue functions need of a stream.
+
+    Its handle and release state (to pin it), and its device (for feature checks).
+    """
+
+    _h: Any
+    _state: Any
 
     @property
     def device(self) -> Device:
         """The stream's device."""
+        ...
+
+    def _raise_closed(self) -> NoReturn:
+        """Raise the stream's ClosedError."""
         ...
 
 
@@ -430,31 +440,24 @@ _WAIT = {4: (_cuStreamWaitValue32, 0), 8: (_cuStreamWaitValue64, _NEED_64)}
 
 
 def write_value(
-    stream: _HasDevice, h: Any, addr: Any, value: Any, width: int, no_memory_barrier: bool
+    stream: _Stream, addr: Any, value: Any, width: int, no_memory_barrier: bool
 ) -> None:
-    """Enqueue ``cuStreamWriteValue32`` (``width`` 4) or ``...64`` (8) on ``h``."""
+    """Enqueue ``cuStreamWriteValue32`` (``width`` 4) or ``...64`` (8) on ``stream``."""
+    if stream._h is None:
+        stream._raise_closed()
     a, obj = address(addr, width)
     v = value if type(value) is int and 0 <= value < _LIMIT[width] else _value(value, width * 8)
     fn, needs = _WRITE[width]
     if GUARD.armed:
         GUARD.check()
-    pins = _handle.pin_all(stream, obj)
-    try:
-        if needs:
-            require(stream.device, needs, fn)
-        r = fn(h, a, v, _NO_BARRIER if no_memory_barrier else 0)
-        if r[0] is not SUCCESS:
-            raise _write_error(r[0], fn, no_memory_barrier)
-        if obj is not None and capture.ACTIVE:
-            capture.keep(h, obj)
-    finally:
-        _handle.unpin_all(pins)
+    flags = _NO_BARRIER if no_memory_barrier else 0
+    _enqueue(stream, obj, needs, fn, a, v, flags, no_memory_barrier)
 
 
-def wait_value(
-    stream: _HasDevice, h: Any, addr: Any, value: Any, cond: Any, flush: bool, width: int
-) -> None:
-    """Enqueue ``cuStreamWaitValue32`` (``width`` 4) or ``...64`` (8) on ``h``."""
+def wait_value(stream: _Stream, addr: Any, value: Any, cond: Any, flush: bool, width: int) -> None:
+    """Enqueue ``cuStreamWaitValue32`` (``width`` 4) or ``...64`` (8) on ``stream``."""
+    if stream._h is None:
+        stream._raise_closed()
     a, obj = address(addr, width)
     v = value if type(value) is int and 0 <= value < _LIMIT[width] else _value(value, width * 8)
     flags: int = cond._value_ if type(cond) is WaitCondition else _condition(cond)
@@ -464,21 +467,49 @@ def wait_value(
         GUARD.check()
     if flush:
         flags |= _WAIT_FLUSH
-    pins = _handle.pin_all(stream, obj)
+    _enqueue(stream, obj, needs, fn, a, v, flags, None)
+
+
+def _enqueue(
+    stream: _Stream,
+    obj: Any,
+    needs: int,
+    fn: Any,
+    a: int,
+    v: int,
+    flags: int,
+    no_memory_barrier: bool | None,
+) -> None:
+    # The stream and the target buffer stay pinned through the driver calls (pinned,
+    # then checked: see _handle.pin).
+    st = stream._state
+    st.pins.append(None)
+    ost = obj._state if isinstance(obj, Handle) else None
+    if ost is not None:
+        ost.pins.append(None)
     try:
+        h = stream._h
+        if h is None:
+            stream._raise_closed()
+        if ost is not None and obj._h is None:
+            obj._raise_closed()
         if needs:
             require(stream.device, needs, fn)
         r = fn(h, a, v, flags)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], fn)
+            if no_memory_barrier is None:
+                raise error_for(r[0], fn)
+            raise _write_error(r[0], fn, no_memory_barrier)
         if obj is not None and capture.ACTIVE:
             capture.keep(h, obj)
     finally:
-        _handle.unpin_all(pins)
+        _handle.unpin2(st, ost)
 
 
-def batch(stream: _HasDevice, h: Any, ops: Iterable[MemOp]) -> None:
-    """Enqueue ``ops`` with one ``cuStreamBatchMemOp`` on ``h``."""
+@_handle.pinned
+def batch(stream: Handle, ops: Iterable[MemOp]) -> None:
+    """Enqueue ``ops`` with one ``cuStreamBatchMemOp`` on ``stream``."""
+    h = stream._h
     lst = _check_ops(ops)
     needs = 0
     for op in lst:
@@ -486,7 +517,7 @@ def batch(stream: _HasDevice, h: Any, ops: Iterable[MemOp]) -> None:
     if GUARD.armed:
         GUARD.check()
     if needs:
-        require(stream.device, needs, _cuStreamBatchMemOp)
+        require(stream.device, needs, _cuStreamBatchMemOp)  # type: ignore[attr-defined]
     r = _cuStreamBatchMemOp(h, len(lst), [op._params for op in lst], 0)
     if r[0] is not SUCCESS:
         nmb = any(op._kind in _WRITES and op._flags & _NO_BARRIER for op in lst)

@@ -109,10 +109,9 @@ class Stream(StreamBase, _impl.StreamCore):
     ) -> None:
         flags = _NON_BLOCKING if bool_arg(non_blocking, "non_blocking") else 0
         if priority is not None:
-            priority = int_arg(priority, "priority")
+            priority = int_arg(priority, "priority")  # checked before any driver call
         ctx = context_arg(context) or current_or_default()
         if priority is not None:
-            priority = int_arg(priority, "priority")
             least, greatest = ctx.stream_priority_range
             if not greatest <= priority <= least:
                 raise ValueError(
@@ -197,13 +196,18 @@ class Stream(StreamBase, _impl.StreamCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        # Pinned for the wait: a close() on another thread meanwhile destroys the stream
-        # only after it (waiting on a destroyed stream crashed the process).
-        st = _handle.pin(self)
+        # Pinned, then checked, for the wait (see _handle.pin): a close() on another
+        # thread destroys the stream only after it (that crashed the process).
+        st = self._state
+        st.pins.append(None)
         try:
+            if self._h is None:
+                self._raise_closed()
             r = _cuStreamSynchronize(h)
         finally:
-            _handle.unpin(st)
+            st.pins.pop()
+            if st.closing:
+                _handle.unpinned(st)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuStreamSynchronize)
         if _handle.deferred:
@@ -219,11 +223,16 @@ class Stream(StreamBase, _impl.StreamCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        st = _handle.pin(self)
+        st = self._state
+        st.pins.append(None)
         try:
+            if self._h is None:
+                self._raise_closed()
             s = _cuStreamQuery(h)[0]
         finally:
-            _handle.unpin(st)
+            st.pins.pop()
+            if st.closing:
+                _handle.unpinned(st)
         if s is SUCCESS:
             return True
         if s is _NOT_READY:
@@ -245,11 +254,15 @@ class Stream(StreamBase, _impl.StreamCore):
             if GUARD.armed:
                 GUARD.check()
             eh = other.handle
-            pins = _handle.pin_all(self, other)
+            st, est = self._state, other._state
+            st.pins.append(None)
+            est.pins.append(None)
             try:
+                if self._h is None or other._h is None:
+                    (other if self._h else self)._raise_closed()
                 r = _cuStreamWaitEvent(h, eh, 0)
             finally:
-                _handle.unpin_all(pins)
+                _handle.unpin2(st, est)
             if r[0] is not SUCCESS:
                 raise error_for(r[0], _cuStreamWaitEvent)
             return
@@ -278,11 +291,15 @@ class Stream(StreamBase, _impl.StreamCore):
         if GUARD.armed:
             GUARD.check()
         eh = event.handle
-        pins = _handle.pin_all(self, event)
+        st, est = self._state, event._state
+        st.pins.append(None)
+        est.pins.append(None)
         try:
+            if self._h is None or event._h is None:
+                (event if self._h else self)._raise_closed()
             r = _cuEventRecord(eh, h)
         finally:
-            _handle.unpin_all(pins)
+            _handle.unpin2(st, est)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventRecord)
         return event
@@ -344,11 +361,7 @@ class Stream(StreamBase, _impl.StreamCore):
             raise TypeError(f"launch_host_func needs a callable, not {type(fn).__name__}")
         ctx = self._context
         ctx_key = ctx._key if ctx is not None else self.context._key
-        st = _handle.pin(self)
-        try:
-            _hostfn.launch(h, self._key, ctx_key, fn, args, kwargs)
-        finally:
-            _handle.unpin(st)
+        _hostfn.launch(self, h, self._key, ctx_key, fn, args, kwargs)
 
     # -- memory operations ----------------------------------------------------------------
     def write_value32(self, addr: Any, value: int, *, no_memory_barrier: bool = False) -> None:
@@ -378,10 +391,7 @@ class Stream(StreamBase, _impl.StreamCore):
         NotSupportedError
             The driver refused ``no_memory_barrier=True``.
         """
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        memops.write_value(self, h, addr, value, 4, no_memory_barrier)
+        memops.write_value(self, addr, value, 4, no_memory_barrier)
 
     def write_value64(self, addr: Any, value: int, *, no_memory_barrier: bool = False) -> None:
         """Write a 64-bit ``value`` to ``addr`` when the stream reaches this point.
@@ -397,10 +407,7 @@ class Stream(StreamBase, _impl.StreamCore):
         ValueError
             The value does not fit, the address is misaligned or beyond the buffer.
         """
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        memops.write_value(self, h, addr, value, 8, no_memory_barrier)
+        memops.write_value(self, addr, value, 8, no_memory_barrier)
 
     def wait_value32(
         self,
@@ -436,10 +443,7 @@ class Stream(StreamBase, _impl.StreamCore):
         ValueError
             The value does not fit, the address is misaligned or beyond the buffer.
         """
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        memops.wait_value(self, h, addr, value, cond, flush, 4)
+        memops.wait_value(self, addr, value, cond, flush, 4)
 
     def wait_value64(
         self,
@@ -463,10 +467,7 @@ class Stream(StreamBase, _impl.StreamCore):
         ValueError
             The value does not fit, the address is misaligned or beyond the buffer.
         """
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        memops.wait_value(self, h, addr, value, cond, flush, 8)
+        memops.wait_value(self, addr, value, cond, flush, 8)
 
     def batch_mem_ops(self, ops: Iterable[MemOp]) -> None:
         """Enqueue several memory operations at once, in order (``cuStreamBatchMemOp``).
@@ -494,10 +495,7 @@ class Stream(StreamBase, _impl.StreamCore):
         TypeError
             An item is not a :class:`~cudriver.MemOp`.
         """
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        memops.batch(self, h, ops)
+        memops.batch(self, ops)
 
     # -- properties -----------------------------------------------------------------------
     def _ctx_or_none(self) -> Context | None:
