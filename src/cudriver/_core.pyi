@@ -8,6 +8,9 @@ def trampoline_address() -> int: ...
 class HandleRoot:
     _h: Any
     _key: Any
+    _owned: Any
+    _owner: Any
+    _finalizer: Any
     _state: Any
 
 class StreamCore(HandleRoot): ...
@@ -18,7 +21,17 @@ class KernelCore(HandleRoot): ...
 class PlanCore:
     def _core_set(self, *fields: Any) -> None: ...
 
-class BufferCore(HandleRoot): ...
+class BufferCore(HandleRoot):
+    _nbytes: Any
+    _context: Any
+    _stream: Any
+    _stream_int: Any
+    _sync_h: Any
+    _dtype: Any
+    _shape: Any
+    _base: Any
+    _offset: Any
+    _views: Any
 
 class State:
     closing: Any

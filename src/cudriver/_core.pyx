@@ -270,6 +270,10 @@ cdef class HandleRoot:
 
     cdef public object _h
     cdef public object _key
+    cdef public object _owned
+    cdef public object _owner
+    cdef public object _finalizer
+    cdef object __weakref__
     cdef PyObject* _st
 
     @property
@@ -1034,18 +1038,20 @@ cdef class MemFreeAsync:
     cdef object ctx_h
     cdef object stream
     cdef object used_on
+    cdef uintptr_t ctx  # ctx_h as an int
+    cdef uint64_t ptr   # the buffer's address (the handle the release is called with)
 
-    def __call__(self, handle):
-        cdef CUresult st
+    cdef bint free(self, CUresult* out) except -1:
+        """Enqueue the free from C; False when it needs ordering after other streams
+        (or the stream is closed), which ``memory._free_async`` does."""
         cdef bint pushed = False
-        cdef uint64_t ptr
-        cdef uintptr_t ctx
+        cdef CUresult st
+        cdef uint64_t ptr = self.ptr
+        cdef uintptr_t ctx = self.ctx
         cdef void* sh
         s = self.stream
         if self.used_on or (<HandleRoot>s)._h is None or p_mem_free_async == NULL:
-            return _free_async_py(self.ctx_h, s, self.used_on, handle)
-        ptr = <uint64_t>int(handle)
-        ctx = <uintptr_t>int(self.ctx_h)
+            return False
         sh = <void*><uintptr_t>(<HandleRoot>s)._key
         with nogil:
             st = _in_context(ctx, &pushed)
@@ -1053,6 +1059,15 @@ cdef class MemFreeAsync:
                 st = p_mem_free_async(ptr, sh)
                 if pushed:
                     _pop_context()
+        out[0] = st
+        return True
+
+    def __call__(self, handle):
+        cdef CUresult st = SUCCESS
+        if <uint64_t>int(handle) != self.ptr:
+            raise ValueError("MemFreeAsync called with another buffer's handle")
+        if not self.free(&st):
+            return _free_async_py(self.ctx_h, self.stream, self.used_on, handle)
         return _SUCCESS_TUPLE if st == SUCCESS else (_code(st),)
 
 
@@ -1073,11 +1088,22 @@ cdef object _current_context():
 
 
 cdef class BufferCore(HandleRoot):
-    """The compiled constructor of :class:`cudriver.DeviceBuffer`.
+    """The fields and the compiled constructor of :class:`cudriver.DeviceBuffer`.
 
     Allocates in C for a plain size with ``stream`` None or a cudriver ``Stream``
     and no ``context``; anything else goes to the pure constructor.
     """
+
+    cdef public object _nbytes
+    cdef public object _context
+    cdef public object _stream
+    cdef public object _stream_int
+    cdef public object _sync_h
+    cdef public object _dtype
+    cdef public object _shape
+    cdef public object _base
+    cdef public object _offset
+    cdef public object _views
 
     def __init__(self, nbytes, *, stream=None, context=None):
         cdef CUresult st
@@ -1128,6 +1154,8 @@ cdef class BufferCore(HandleRoot):
         used_on = set()
         release = MemFreeAsync.__new__(MemFreeAsync)
         (<MemFreeAsync>release).ctx_h = (<HandleRoot>ctx)._h
+        (<MemFreeAsync>release).ctx = cctx
+        (<MemFreeAsync>release).ptr = ptr
         (<MemFreeAsync>release).stream = stream
         (<MemFreeAsync>release).used_on = used_on
         sh_obj = (<HandleRoot>stream)._h
@@ -1139,10 +1167,10 @@ cdef class BufferCore(HandleRoot):
 
 
     def close(self):
-        cdef HandleRoot me = self
+        cdef BufferCore me = self
         if me._h is None:
             return
-        if self._views is not None or self._finalizer is not None or me._st == NULL:
+        if me._views is not None or me._finalizer is not None or me._st == NULL:
             return self._py_close()
         me._h = None
         _release_state(<State>me._st, False)
@@ -1150,7 +1178,7 @@ cdef class BufferCore(HandleRoot):
             _drain()
 
 
-cdef inline void _buffer_fields(object self, object n, object ctx, object st,
+cdef inline void _buffer_fields(BufferCore self, object n, object ctx, object st,
                                 object stream_int, object sync_h) except *:
     # DeviceBuffer._set_fields(n, ctx, st, None, None, None, 0), written out.
     self._nbytes = n
@@ -1254,6 +1282,11 @@ cdef int _release(State st) except -1:
         if type(rel) is MemFree and st.pid == _PID and not _is_finalizing():
             # A plain buffer's free, without the Python call.
             code = (<MemFree>rel).free()
+            if code != SUCCESS:
+                _warn(f"releasing a {st.kind} failed: {_make_error(_code(code), st.func)}")
+        elif (type(rel) is MemFreeAsync and st.pid == _PID and not _is_finalizing()
+                and (<MemFreeAsync>rel).free(&code)):
+            # A stream-ordered free with nothing to order it after, likewise.
             if code != SUCCESS:
                 _warn(f"releasing a {st.kind} failed: {_make_error(_code(code), st.func)}")
         elif rel is not None and not _is_finalizing() and st.pid == _PID:

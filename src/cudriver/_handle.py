@@ -370,14 +370,15 @@ class Handle(HandleRoot):
     handle in ``_h`` (``None`` once closed), so a hot method tests ``self._h`` and
     raises :class:`~cudriver.ClosedError` before any driver call.
 
-    ``_h``, ``_key`` and ``_state`` live in :data:`cudriver._impl.HandleRoot`: C fields
+    ``_h``, ``_key``, ``_state``, ``_owned``, ``_owner``, ``_finalizer`` and the weak
+    reference slot live in :data:`cudriver._impl.HandleRoot`: C fields
     of the compiled core's root type, or slots in pure mode. With the compiled core,
     an object collected while open queues its release from the root type's
     deallocator, so no ``weakref.finalize`` is made per object (``_finalizer`` is
     None).
     """
 
-    __slots__ = ("__weakref__", "_finalizer", "_owned", "_owner")
+    __slots__ = ()  # the fields live in HandleRoot (C fields, or slots in pure mode)
 
     _kind: ClassVar[str] = "Handle"
 

@@ -62,7 +62,24 @@ IMPLEMENTATION: str = "compiled" if COMPILED else "pure-python"
 class _PureHandleRoot:
     """The pure-Python root of every handle class: the fields the core keeps in C."""
 
-    __slots__ = ("_h", "_key", "_state")
+    __slots__ = ("__weakref__", "_finalizer", "_h", "_key", "_owned", "_owner", "_state")
+
+
+class _PureBufferCore(_PureHandleRoot):
+    """The pure-Python stand-in for ``BufferCore``: the device buffer's fields."""
+
+    __slots__ = (
+        "_base",
+        "_context",
+        "_dtype",
+        "_nbytes",
+        "_offset",
+        "_shape",
+        "_stream",
+        "_stream_int",
+        "_sync_h",
+        "_views",
+    )
 
 
 class _PureBase:
@@ -83,7 +100,7 @@ class _PurePlanCore:
 def base(name: str) -> type:
     """The core base class ``name`` (compiled), or an empty stand-in (pure)."""
     if core is None:
-        return _PurePlanCore if name == "PlanCore" else _PureBase
+        return {"PlanCore": _PurePlanCore, "BufferCore": _PureBufferCore}.get(name, _PureBase)
     cls: type = getattr(core, name)
     return cls
 
@@ -95,7 +112,7 @@ if TYPE_CHECKING:
     GraphExecCore = _PureBase
     KernelCore = _PureBase
     PlanCore = _PurePlanCore
-    BufferCore = _PureBase
+    BufferCore = _PureBufferCore
 else:
     HandleRoot = core.HandleRoot if COMPILED else _PureHandleRoot
     StreamCore = base("StreamCore")

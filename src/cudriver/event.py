@@ -131,7 +131,13 @@ class Event(Handle, _impl.EventCore):
                 sb._raise_closed()
             r = _cuEventRecord(h, sh)
         finally:
-            _handle.unpin2(st, sst)
+            st.pins.pop()
+            if sst is not None:
+                sst.pins.pop()
+                if sst.closing:
+                    _handle.unpinned(sst)
+            if st.closing:
+                _handle.unpinned(st)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventRecord)
         return self

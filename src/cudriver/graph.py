@@ -293,7 +293,13 @@ class GraphExec(Handle, _impl.GraphExecCore):
                 capture.keep(sh, list(self._keeps))
             r = _cuGraphLaunch(h, sh)
         finally:
-            _handle.unpin2(st, sst)
+            st.pins.pop()
+            if sst is not None:
+                sst.pins.pop()
+                if sst.closing:
+                    _handle.unpinned(sst)
+            if st.closing:
+                _handle.unpinned(st)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuGraphLaunch)
         if self._streams is not None:

@@ -160,18 +160,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
     parent.
     """
 
-    __slots__ = (
-        "_base",
-        "_context",
-        "_dtype",
-        "_nbytes",
-        "_offset",
-        "_shape",
-        "_stream",
-        "_stream_int",
-        "_sync_h",
-        "_views",
-    )
+    __slots__ = ()  # the fields live in BufferCore (C fields, or slots in pure mode)
 
     _kind = "DeviceBuffer"
 
