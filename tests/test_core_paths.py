@@ -318,55 +318,36 @@ def test_closing_what_another_thread_is_waiting_on_does_not_crash() -> None:
     # crashed the process. A wait pins its object; the close() releases it afterwards.
     run_isolated(
         """
-        import time
-
         ctx = make_current()
         (spin_fill,) = kernels("spin_fill")
         spin = cu.DeviceBuffer(4)
         box = {"s": cu.Stream(non_blocking=True), "e": cu.Event(timing=False)}
-        stop = False
-        failed = []
         waits = [0]
 
-        def waiter():
-            try:
-                ctx.set_current()
-                while not stop:
-                    s, e = box["s"], box["e"]
-                    for wait in (s.synchronize, e.synchronize):
-                        try:
-                            wait()
-                            waits[0] += 1
-                        except cu.ClosedError:
-                            pass
-            except BaseException as exc:
-                failed.append(repr(exc))
+        def waiter(stop):
+            ctx.set_current()
+            while not stop.is_set():
+                s, e = box["s"], box["e"]
+                for wait in (s.synchronize, e.synchronize):
+                    try:
+                        wait()
+                        waits[0] += 1
+                    except cu.ClosedError:
+                        pass
 
-        def closer():
-            try:
-                ctx.set_current()
-                while not stop:
-                    s = cu.Stream(non_blocking=True)
-                    e = cu.Event(timing=False)
-                    spin_fill.launch(s, 1, 1, spin, np.uint32(1), 1, 200_000)
-                    e.record(s)
-                    old_s, old_e = box["s"], box["e"]
-                    box["s"], box["e"] = s, e
-                    old_e.close()
-                    old_s.close()
-            except BaseException as exc:
-                failed.append(repr(exc))
+        def closer(stop):
+            ctx.set_current()
+            while not stop.is_set():
+                s = cu.Stream(non_blocking=True)
+                e = cu.Event(timing=False)
+                spin_fill.launch(s, 1, 1, spin, np.uint32(1), 1, 200_000)
+                e.record(s)
+                old_s, old_e = box["s"], box["e"]
+                box["s"], box["e"] = s, e
+                old_e.close()
+                old_s.close()
 
-        threads = [threading.Thread(target=waiter) for _ in range(3)]
-        threads.append(threading.Thread(target=closer))
-        for t in threads:
-            t.start()
-        time.sleep(3)
-        stop = True
-        for t in threads:
-            t.join(30)
-            assert not t.is_alive()
-        assert not failed, failed
+        run_threads([waiter, waiter, waiter, closer])
         assert waits[0] > 100, waits
         ctx.synchronize()
         print("OK")
@@ -383,8 +364,6 @@ def test_closing_what_another_thread_is_enqueuing_on_does_not_crash() -> None:
     # invalid-handle error from the driver).
     run_isolated(
         """
-        import time
-
         ctx = make_current()
         image = cu.compile(FILL, arch=cu.Device(0), target="cubin")
 
@@ -401,71 +380,54 @@ def test_closing_what_another_thread_is_enqueuing_on_does_not_crash() -> None:
                         exe=exe, plan=plan)
 
         box = generation()
-        stop = False
-        failed = []
         calls = [0]
 
-        def user():
-            try:
-                ctx.set_current()
-                while not stop:
-                    b = box
-                    s, e, k, buf, exe, plan = (b["s"], b["e"], b["k"], b["buf"], b["exe"],
-                                               b["plan"])
-                    ops = (
-                        lambda: k.launch(s, 1, 1, buf, np.uint32(1), 1),
-                        lambda: plan.launch(s),
-                        lambda: exe.launch(s),
-                        lambda: exe.upload(s),
-                        lambda: e.record(s),
-                        lambda: s.record(e),
-                        lambda: s.wait(e),
-                        e.query,
-                        s.query,
-                        lambda: s.write_value32(buf, 1),
-                        lambda: s.wait_value32(buf, 0),
-                        lambda: s.launch_host_func(len, ()),
-                        s.synchronize,
-                        e.synchronize,
-                        lambda: buf.fill(0, stream=s),
-                        lambda: buf.copy_from(np.zeros(16, np.uint32), stream=s),
-                        lambda: s.priority,
-                        lambda: s.capture_status,
-                        lambda: k.max_threads_per_block,
-                    )
-                    for op in ops:
-                        try:
-                            op()
-                        except cu.ClosedError:
-                            pass
-                        calls[0] += 1
-            except BaseException as exc:
-                failed.append(repr(exc))
+        def user(stop):
+            ctx.set_current()
+            while not stop.is_set():
+                b = box
+                s, e, k, buf, exe, plan = (b["s"], b["e"], b["k"], b["buf"], b["exe"],
+                                           b["plan"])
+                ops = (
+                    lambda: k.launch(s, 1, 1, buf, np.uint32(1), 1),
+                    lambda: plan.launch(s),
+                    lambda: exe.launch(s),
+                    lambda: exe.upload(s),
+                    lambda: e.record(s),
+                    lambda: s.record(e),
+                    lambda: s.wait(e),
+                    e.query,
+                    s.query,
+                    lambda: s.write_value32(buf, 1),
+                    lambda: s.wait_value32(buf, 0),
+                    lambda: s.launch_host_func(len, ()),
+                    s.synchronize,
+                    e.synchronize,
+                    lambda: buf.fill(0, stream=s),
+                    lambda: buf.copy_from(np.zeros(16, np.uint32), stream=s),
+                    lambda: s.priority,
+                    lambda: s.capture_status,
+                    lambda: k.max_threads_per_block,
+                )
+                for op in ops:
+                    try:
+                        op()
+                    except cu.ClosedError:
+                        pass
+                    calls[0] += 1
 
-        def closer():
+        def closer(stop):
             global box
-            try:
-                ctx.set_current()
-                while not stop:
-                    old, box = box, generation()
-                    for name in ("plan", "exe", "e", "buf", "module", "s"):
-                        o = old[name]
-                        if hasattr(o, "close"):
-                            o.close()
-                    del old
-            except BaseException as exc:
-                failed.append(repr(exc))
+            ctx.set_current()
+            while not stop.is_set():
+                old, box = box, generation()
+                for name in ("plan", "exe", "e", "buf", "module", "s"):
+                    o = old[name]
+                    if hasattr(o, "close"):
+                        o.close()
+                del old
 
-        threads = [threading.Thread(target=user) for _ in range(3)]
-        threads.append(threading.Thread(target=closer))
-        for t in threads:
-            t.start()
-        time.sleep(3)
-        stop = True
-        for t in threads:
-            t.join(30)
-            assert not t.is_alive()
-        assert not failed, failed
+        run_threads([user, user, user, closer])
         assert calls[0] > 1000, calls
         ctx.synchronize()
         print("calls", calls[0])

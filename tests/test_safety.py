@@ -48,6 +48,32 @@ def kernels(*names):
     image = cu.compile(FILL, arch=cu.Device(0), target="cubin")
     module = cu.Module.load(image)
     return [module.kernel(n) for n in names]
+
+
+def run_threads(targets, seconds=3):
+    # Run each target(stop) on its own thread for `seconds`, then set `stop`; fail on a
+    # thread still alive 30 s later or on any exception in a thread.
+    import time
+    stop = threading.Event()
+    failed = []
+
+    def guarded(fn):
+        def run():
+            try:
+                fn(stop)
+            except BaseException as exc:
+                failed.append(repr(exc))
+        return run
+
+    threads = [threading.Thread(target=guarded(fn)) for fn in targets]
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join(30)
+        assert not t.is_alive()
+    assert not failed, failed
 """
 
 

@@ -26,7 +26,7 @@ from . import _bindings, _handle, _hostfn
 from ._bindings import SUCCESS
 from ._coerce import handle_arg, int_arg, uint_arg
 from ._enums import ContextFlags, DeviceAttribute, Limit
-from ._handle import Handle
+from ._handle import Handle, pinned
 from ._init import init
 from .errors import GUARD, InvalidDeviceError, NotSupportedError, checked, error_for
 
@@ -410,6 +410,7 @@ class Context(Handle):
         return cls._new(h, None, primary=False, owned=False)
 
     # -- current-context stack ----------------------------------------------------
+    @pinned
     def set_current(self) -> None:
         """Make this context current on the calling thread (``cuCtxSetCurrent``).
 
@@ -420,6 +421,7 @@ class Context(Handle):
         _cuCtxSetCurrent(self.handle)
         _thread_current.ctx = self
 
+    @pinned
     def push(self) -> None:
         """Push this context on the calling thread's stack (``cuCtxPushCurrent``)."""
         _cuCtxPush(self.handle)
@@ -456,6 +458,7 @@ class Context(Handle):
         return self._primary
 
     @property
+    @pinned
     def api_version(self) -> int:
         """The context's API version (``cuCtxGetApiVersion``)."""
         return int(_cuCtxGetApiVersion(self.handle))
