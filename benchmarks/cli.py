@@ -37,6 +37,7 @@ def _positive(text: str) -> int:
 
 
 def _ordinal(text: str) -> int:
+    # As cudriver._selftest's: this module parses its arguments without importing cudriver.
     try:
         v = int(text)
     except ValueError:

@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import pytest
 
-import cudriver as cu
+from tests._support import gpu_unavailable_reason
+
+__all__ = ["gpu_unavailable_reason"]  # also imported from here by test_harness
 
 _HERE = Path(__file__).resolve().parent
-
-
-@functools.cache
-def gpu_unavailable_reason() -> str | None:
-    """None when a driver and a device are usable, else why not (probed once)."""
-    try:
-        cu.init()
-        n = cu.Device.count()
-    except cu.DriverNotFoundError:
-        return "no NVIDIA driver on this machine"
-    except cu.CudaError as exc:
-        return f"the CUDA driver is unusable: {exc}"
-    if n == 0:
-        return "the CUDA driver sees no device"
-    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
