@@ -58,6 +58,7 @@ from .errors import (
 from .event import Event
 from .graph import Graph, GraphExec
 from .kernel import Kernel, LaunchPlan, ParamInfo
+from .launch import LaunchConfig
 from .memops import MAX_BATCH_MEM_OPS, MemOp
 from .memory import DeviceBuffer
 from .module import Module
@@ -124,6 +125,7 @@ __all__ = [
     "Module",
     "Kernel",
     "LaunchPlan",
+    "LaunchConfig",
     "FunctionAttribute",
     "ParamInfo",
     "PackedArgs",

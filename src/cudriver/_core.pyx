@@ -798,7 +798,7 @@ cdef inline int _pack(object items, tuple args, char* buf, void** ptrs, Py_ssize
 cdef class KernelCore(HandleRoot):
     """Compiled methods of :class:`cudriver.Kernel`."""
 
-    def launch(self, stream, grid, block, *args, shared_mem=0):
+    def launch(self, stream, grid, block, *args, shared_mem=0, config=None):
         cdef unsigned int g[3]
         cdef unsigned int b[3]
         cdef uintptr_t s = 0
@@ -810,22 +810,22 @@ cdef class KernelCore(HandleRoot):
         cdef void** params = NULL
         cdef int packed = 1
         cdef Py_ssize_t n
-        if (not _fast() or self._h is None or p_launch == NULL or _ACTIVE
+        if (not _fast() or self._h is None or p_launch == NULL or _ACTIVE or config is not None
                 or type(shared_mem) is not int or not 0 <= shared_mem <= 4294967295
                 or not _dim3(grid, g) or not _dim3(block, b) or not _int_stream(stream, &s)):
-            return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem)
+            return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
         lay = self._layout
         if lay is None:
-            return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem)
+            return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
         n = len(args)
         if n != lay.n:
-            return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem)
+            return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
         if n:
             if n > MAX_PARAMS or lay.total > MAX_PARAM_BYTES:
-                return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem)
+                return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
             packed = _pack(lay.items, args, <char*>storage, ptrs, MAX_PARAM_BYTES)
             if not packed:
-                return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem)
+                return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
             params = ptrs
         shmem = shared_mem
         f = <void*><uintptr_t>self._key
@@ -866,8 +866,10 @@ cdef class PlanCore:
     cdef void** _c_params
     cdef unsigned int _c_dims[6]
     cdef unsigned int _c_shmem
+    cdef bint _c_plain  # no launch attributes: cuLaunchKernel (else the pure path's Ex)
 
-    def _core_set(self, kernel, func, grid, block, shmem, params, used):
+    def _core_set(self, kernel, func, grid, block, shmem, params, used, plain=True):
+        self._c_plain = plain
         self._c_kernel = kernel
         self._c_used = tuple(used)
         self._c_func = <void*><uintptr_t>func
@@ -886,7 +888,7 @@ cdef class PlanCore:
         cdef unsigned int shmem = self._c_shmem
         k = self._c_kernel
         if (not _fast() or k is None or (<HandleRoot>k)._h is None or p_launch == NULL
-                or _ACTIVE or not _int_stream(stream, &s)):
+                or _ACTIVE or not self._c_plain or not _int_stream(stream, &s)):
             return self._py_launch(stream)
         m = k._module
         pin = _pin(m) if m is not None else None

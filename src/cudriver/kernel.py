@@ -9,11 +9,12 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _handle, _impl, capture
+from . import _bindings, _handle, _impl, capture, launch
 from ._bindings import SUCCESS
 from ._coerce import (
     U32_MAX,
@@ -24,12 +25,20 @@ from ._coerce import (
     handle_arg,
     int_arg,
     stream_handle,
+    uint_arg,
 )
 from ._coerce import shared_mem as _shared
 from ._enums import FunctionAttribute
 from ._handle import Handle, Lease, pinned
 from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
+from .device import current_or_default
 from .errors import GUARD, ClosedError, NotSupportedError, checked, error_for
+from .launch import (
+    LaunchConfig,
+    config_arg,
+    launch_error_detail,
+    launch_ex,
+)
 
 if TYPE_CHECKING:
     from .module import Module
@@ -48,6 +57,7 @@ ParamInfo.__module__ = "cudriver"
 
 _R = _drv.CUresult
 _cuLaunchKernel = _drv.cuLaunchKernel
+_cuLaunchKernelEx = _drv.cuLaunchKernelEx
 _cuFuncGetAttribute = _drv.cuFuncGetAttribute
 _cuFuncSetAttribute = _drv.cuFuncSetAttribute
 _cuFuncGetName = checked(_drv.cuFuncGetName)
@@ -310,6 +320,54 @@ class Kernel(Handle, _impl.KernelCore):
     def max_dynamic_shared_size_bytes(self, value: int) -> None:
         self.set_attribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, value)
 
+    # -- occupancy ---------------------------------------------------------------------
+    @pinned
+    def max_active_blocks_per_sm(self, block_size: int, shared_mem: int = 0) -> int:
+        """How many blocks of ``block_size`` threads fit on one multiprocessor at once.
+
+        Calls ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` (in the current
+        context); with ``shared_mem`` bytes of dynamic shared memory per block. Times
+        the device's multiprocessor count, the largest grid a cooperative launch takes.
+        """
+        b = uint_arg(block_size, "block_size", 32)
+        return launch.blocks_per_sm(self.handle, b, _shared(shared_mem))
+
+    @pinned
+    def suggested_block_size(
+        self, shared_mem: int | Callable[[int], int] = 0, *, max_block_size: int = 0
+    ) -> tuple[int, int]:
+        """The block size with the highest occupancy, as ``(min_grid_size, block_size)``.
+
+        ``min_grid_size`` is the smallest grid that reaches that occupancy on the whole
+        device. ``shared_mem`` is the dynamic shared memory per block: bytes, or a
+        function of the block size returning bytes. ``max_block_size`` caps the answer
+        (0: the kernel's own limit). Calls ``cuOccupancyMaxPotentialBlockSize`` for a
+        fixed size; for a function, asks ``cuOccupancyMaxActiveBlocksPerMultiprocessor``
+        for every multiple of the warp size, as the driver does.
+        """
+        limit = uint_arg(max_block_size, "max_block_size", 32)
+        if not callable(shared_mem):
+            return launch.block_size(self.handle, _shared(shared_mem), limit)
+        mod = self._module
+        ctx = mod.context if mod is not None else current_or_default()
+        most = min(self.max_threads_per_block, limit or U32_MAX)
+        sms = ctx.device.multiprocessor_count
+        return launch.block_size_for(self.handle, lambda b: _shared(shared_mem(b)), most, sms)
+
+    @pinned
+    def max_potential_cluster_size(self, block: Any, shared_mem: int = 0) -> int:
+        """The largest cluster size for blocks of ``block`` threads.
+
+        Calls ``cuOccupancyMaxPotentialClusterSize``.
+        """
+        return launch.cluster_size(self.handle, dims(block, "block"), _shared(shared_mem))
+
+    @pinned
+    def max_active_clusters(self, grid: Any, block: Any, cluster: Any, shared_mem: int = 0) -> int:
+        """How many clusters of this launch can run at once (``cuOccupancyMaxActiveClusters``)."""
+        g, b = dims(grid, "grid"), dims(block, "block")
+        return launch.active_clusters(self.handle, g, b, cluster, _shared(shared_mem))
+
     # -- launching ---------------------------------------------------------------------
     def pack(self, *args: Any) -> PackedArgs:
         """Pack ``args`` for this kernel (no driver call once the layout is known)."""
@@ -317,7 +375,13 @@ class Kernel(Handle, _impl.KernelCore):
         return PackedArgs._with_layout(lay, args, self._name)
 
     def launch(
-        self, stream: StreamLike, grid: Any, block: Any, *args: Any, shared_mem: int = 0
+        self,
+        stream: StreamLike,
+        grid: Any,
+        block: Any,
+        *args: Any,
+        shared_mem: int = 0,
+        config: LaunchConfig | None = None,
     ) -> None:
         """Launch the kernel on ``stream`` (``cuLaunchKernel``); does not block.
 
@@ -332,6 +396,11 @@ class Kernel(Handle, _impl.KernelCore):
             One value per kernel parameter, packed by the rules of :func:`pack_arg`.
         shared_mem
             Dynamic shared memory per block, in bytes.
+        config
+            A :class:`~cudriver.LaunchConfig` (clusters, cooperative launch,
+            programmatic dependent launch, priority, memory synchronisation domain):
+            the launch then goes through ``cuLaunchKernelEx``, and a refusal names
+            the attributes set.
 
         Notes
         -----
@@ -355,6 +424,8 @@ class Kernel(Handle, _impl.KernelCore):
         h = self._h
         if h is None:
             self._raise_closed()
+        if config is not None:
+            config = config_arg(config)
         # The module and the stream stay pinned through every driver call below (a
         # close() on another thread destroys them afterwards); pinned, then checked.
         mod = self._module
@@ -394,9 +465,12 @@ class Kernel(Handle, _impl.KernelCore):
             if not args:
                 if capture.ACTIVE:
                     capture.keep(sh, self)
-                r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, 0, 0)
+                if config is None:
+                    r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, 0, 0)
+                else:
+                    r = launch_ex(h, (gx, gy, gz), (bx, by, bz), shmem, sh, 0, config)
                 if r[0] is not SUCCESS:
-                    raise self._launch_error(r[0], (gx, gy, gz), (bx, by, bz), shmem)
+                    raise self._launch_error(r[0], (gx, gy, gz), (bx, by, bz), shmem, config)
                 return
             pool = lay.pool
             try:
@@ -407,34 +481,54 @@ class Kernel(Handle, _impl.KernelCore):
                 pack_fast(scratch[0], lay.items, args, self._name)
                 if capture.ACTIVE:
                     capture.keep(sh, self, args)
-                r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, scratch[3], 0)
+                if config is None:
+                    r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, scratch[3], 0)
+                else:
+                    g, b = (gx, gy, gz), (bx, by, bz)
+                    r = launch_ex(h, g, b, shmem, sh, scratch[3], config)
             finally:
                 pool.append(scratch)
             if r[0] is not SUCCESS:
-                raise self._launch_error(r[0], (gx, gy, gz), (bx, by, bz), shmem)
+                raise self._launch_error(r[0], (gx, gy, gz), (bx, by, bz), shmem, config)
             for a in args:
                 if isinstance(a, DeviceMemory):
                     a._note_use(sh)
         finally:
             _handle.unpin2(mst, sst)
 
-    def prepare(self, grid: Any, block: Any, *args: Any, shared_mem: int = 0) -> LaunchPlan:
+    def prepare(
+        self,
+        grid: Any,
+        block: Any,
+        *args: Any,
+        shared_mem: int = 0,
+        config: LaunchConfig | None = None,
+    ) -> LaunchPlan:
         """Pack the arguments once; :meth:`LaunchPlan.launch` then reuses them.
 
         Validates and packs like :meth:`launch` (same errors), without launching.
-        The plan keeps the kernel and the arguments alive.
+        The plan keeps the kernel and the arguments alive. With a ``config`` that
+        sets attributes, the plan launches through ``cuLaunchKernelEx``.
         """
         if self._h is None:
             self._raise_closed()
+        cfg = config_arg(config) if config is not None else None
         return LaunchPlan._new(
-            self, dims(grid, "grid"), dims(block, "block"), _shared(shared_mem), args
+            self, dims(grid, "grid"), dims(block, "block"), _shared(shared_mem), args, cfg
         )
 
     def _launch_error(
-        self, code: Any, grid: tuple[int, ...], block: tuple[int, ...], shmem: int
+        self,
+        code: Any,
+        grid: tuple[int, ...],
+        block: tuple[int, ...],
+        shmem: int,
+        config: LaunchConfig | None = None,
     ) -> Exception:
         """The exception for a failed launch, with what we can tell about why."""
         detail = f"kernel {self._name!r}, grid {grid}, block {block}, shared_mem {shmem}"
+        if config is not None:
+            detail += launch_error_detail(code, config)
         c = int(code)
         if c == int(_R.CUDA_ERROR_INVALID_VALUE) or c == int(_R.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES):
             threads = block[0] * block[1] * block[2]
@@ -458,7 +552,7 @@ class Kernel(Handle, _impl.KernelCore):
                 ": the kernel's context must be current and the stream must belong to it "
                 "(use `with module.context:`)"
             )
-        return error_for(code, _cuLaunchKernel, detail)
+        return error_for(code, _cuLaunchKernel if config is None else _cuLaunchKernelEx, detail)
 
 
 class LaunchPlan(_impl.PlanCore):
@@ -477,6 +571,7 @@ class LaunchPlan(_impl.PlanCore):
         "_by",
         "_bz",
         "_call",
+        "_config",
         "_gx",
         "_gy",
         "_gz",
@@ -500,6 +595,7 @@ class LaunchPlan(_impl.PlanCore):
     _params: int
     _args: tuple[Any, ...]
     _call: Any
+    _config: LaunchConfig | None
     _leases: tuple[Lease, ...]
     _used: tuple[DeviceMemory, ...]
 
@@ -514,6 +610,7 @@ class LaunchPlan(_impl.PlanCore):
         block: tuple[int, int, int],
         shmem: int,
         args: tuple[Any, ...],
+        config: LaunchConfig | None = None,
     ) -> LaunchPlan:
         packed = kernel.pack(*args)
         self = cls.__new__(cls)
@@ -521,11 +618,17 @@ class LaunchPlan(_impl.PlanCore):
         self._gx, self._gy, self._gz = grid
         self._bx, self._by, self._bz = block
         self._shmem = shmem
+        self._config = config
         self._packed = packed
         self._params = packed.address
         self._hold(packed.args)
         # The constant leading arguments bound once: a launch passes only the stream.
-        self._call = functools.partial(_cuLaunchKernel, kernel._h, *grid, *block, shmem)
+        if config is None:
+            self._call = functools.partial(_cuLaunchKernel, kernel._h, *grid, *block, shmem)
+        else:
+            self._call = functools.partial(
+                launch.plan_launch_ex, kernel._h, grid, block, shmem, config
+            )
         return self
 
     def _hold(self, args: tuple[Any, ...]) -> None:
@@ -542,7 +645,9 @@ class LaunchPlan(_impl.PlanCore):
         k = self._kernel
         grid = (self._gx, self._gy, self._gz)
         block = (self._bx, self._by, self._bz)
-        self._core_set(k, k._key, grid, block, self._shmem, self._params, self._used)
+        self._core_set(
+            k, k._key, grid, block, self._shmem, self._params, self._used, self._config is None
+        )
 
     def launch(self, stream: StreamLike) -> None:
         """Launch on ``stream`` (``cuLaunchKernel``) with the packed arguments.
@@ -582,7 +687,7 @@ class LaunchPlan(_impl.PlanCore):
         finally:
             _handle.unpin2(mst, sst)
         if r[0] is not SUCCESS:
-            raise self._kernel._launch_error(r[0], self.grid, self.block, self._shmem)
+            raise self._kernel._launch_error(r[0], self.grid, self.block, self._shmem, self._config)
         for a in self._used:
             a._note_use(sh)
 

@@ -1,0 +1,273 @@
+"""Launch configuration beyond grid, block and shared memory, and occupancy queries.
+
+A :class:`LaunchConfig` holds the launch attributes of ``cuLaunchKernelEx``: thread-block
+clusters, cooperative launches, programmatic dependent launch, priority and the memory
+synchronisation domain. :meth:`cudriver.Kernel.launch` and :meth:`cudriver.Kernel.prepare`
+take one as ``config=``; a launch without one (or with an empty one) keeps the cheaper
+``cuLaunchKernel`` path. Occupancy questions are :class:`~cudriver.Kernel` methods whose
+driver calls live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cuda.bindings import driver as _drv
+
+from ._bindings import SUCCESS
+from ._coerce import bool_arg, dims, int_arg, uint_arg
+from .errors import error_for
+
+__all__ = [
+    "LaunchConfig",
+    "config_arg",
+    "native_config",
+    "launch_ex",
+    "launch_error_detail",
+    "plan_launch_ex",
+    "blocks_per_sm",
+    "block_size",
+    "block_size_for",
+    "cluster_size",
+    "active_clusters",
+]
+
+_A = _drv.CUlaunchAttributeID
+_R = _drv.CUresult
+_cuLaunchKernelEx = _drv.cuLaunchKernelEx
+
+# What a launch attribute is called in errors, by attribute id.
+_NAMES = {
+    int(_A.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION): "cluster",
+    int(_A.CU_LAUNCH_ATTRIBUTE_COOPERATIVE): "cooperative",
+    int(_A.CU_LAUNCH_ATTRIBUTE_PRIORITY): "priority",
+    int(_A.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): (
+        "programmatic_stream_serialization"
+    ),
+    int(_A.CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN): "mem_sync_domain",
+}
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Launch attributes for :meth:`Kernel.launch` and :meth:`Kernel.prepare`.
+
+    Each field maps to one ``CUlaunchAttribute`` of ``cuLaunchKernelEx``; fields left
+    at their defaults add no attribute, and a launch whose config adds none goes through
+    ``cuLaunchKernel``. Validated when made (``TypeError``/``ValueError`` naming the
+    field); the driver checks the rest at launch, and a refusal names the attributes
+    that were set.
+
+    Parameters
+    ----------
+    cluster
+        Thread-block cluster dimensions (an int or a tuple of 1 to 3 ints); the grid
+        must be a multiple of them. Needs compute capability 9.0 or later.
+    cooperative
+        A cooperative launch: every block of the grid is resident at once, so blocks
+        may wait for each other (a grid-wide barrier). The grid must fit the device,
+        see :meth:`Kernel.max_active_blocks_per_sm`.
+    priority
+        The launch's priority (as a stream priority: lower is higher).
+    programmatic_stream_serialization
+        Let this kernel start before the previous kernel on the stream has finished;
+        it must wait for the data it needs (``cudaGridDependencySynchronize``), and
+        the previous kernel may signal early (``cudaTriggerProgrammaticLaunchCompletion``).
+    mem_sync_domain
+        The memory synchronisation domain: 0 (default) or 1 (remote).
+    """
+
+    cluster: tuple[int, int, int] | int | None = None
+    cooperative: bool = False
+    priority: int | None = None
+    programmatic_stream_serialization: bool = False
+    mem_sync_domain: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.cluster is not None:
+            object.__setattr__(self, "cluster", dims(self.cluster, "cluster"))
+        bool_arg(self.cooperative, "cooperative")
+        bool_arg(self.programmatic_stream_serialization, "programmatic_stream_serialization")
+        if self.priority is not None:
+            object.__setattr__(self, "priority", int_arg(self.priority, "priority"))
+        if self.mem_sync_domain is not None:
+            d = uint_arg(self.mem_sync_domain, "mem_sync_domain", 32)
+            if d not in (0, 1):
+                raise ValueError(f"mem_sync_domain is 0 (default) or 1 (remote), not {d}")
+            object.__setattr__(self, "mem_sync_domain", d)
+
+    @property
+    def plain(self) -> bool:
+        """Whether no attribute is set (a launch then uses ``cuLaunchKernel``)."""
+        return (
+            self.cluster is None
+            and not self.cooperative
+            and self.priority is None
+            and not self.programmatic_stream_serialization
+            and self.mem_sync_domain is None
+        )
+
+    def attributes(self) -> list[Any]:
+        """The ``CUlaunchAttribute`` list this config adds (new objects each call)."""
+        attrs: list[Any] = []
+
+        def add(attr_id: Any, set_value: Callable[[Any], None]) -> None:
+            a = _drv.CUlaunchAttribute()
+            a.id = attr_id
+            set_value(a.value)
+            attrs.append(a)
+
+        cluster = self.cluster
+        if cluster is not None:
+            assert isinstance(cluster, tuple)
+
+            def set_cluster(v: Any) -> None:
+                v.clusterDim.x, v.clusterDim.y, v.clusterDim.z = cluster
+
+            add(_A.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, set_cluster)
+        if self.cooperative:
+            add(_A.CU_LAUNCH_ATTRIBUTE_COOPERATIVE, lambda v: setattr(v, "cooperative", 1))
+        if self.priority is not None:
+            p = self.priority
+            add(_A.CU_LAUNCH_ATTRIBUTE_PRIORITY, lambda v: setattr(v, "priority", p))
+        if self.programmatic_stream_serialization:
+            add(
+                _A.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                lambda v: setattr(v, "programmaticStreamSerializationAllowed", 1),
+            )
+        if self.mem_sync_domain is not None:
+            dom = _drv.CUlaunchMemSyncDomain(self.mem_sync_domain)
+            add(_A.CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, lambda v: setattr(v, "memSyncDomain", dom))
+        return attrs
+
+    def names(self) -> list[str]:
+        """The names of the attributes this config sets, for error messages."""
+        return [_NAMES[int(a.id)] for a in self.attributes()]
+
+
+LaunchConfig.__module__ = "cudriver"
+
+
+def config_arg(config: Any) -> LaunchConfig | None:
+    """``config`` checked: a LaunchConfig, or None when it sets no attribute."""
+    if not isinstance(config, LaunchConfig):
+        raise TypeError(f"config must be a cudriver.LaunchConfig, not {type(config).__name__}")
+    return None if config.plain else config
+
+
+def native_config(
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    shmem: int,
+    stream_h: Any,
+    config: LaunchConfig | None,
+) -> Any:
+    """A ``CUlaunchConfig`` for these dimensions, stream and attributes."""
+    c = _drv.CUlaunchConfig()
+    c.gridDimX, c.gridDimY, c.gridDimZ = grid
+    c.blockDimX, c.blockDimY, c.blockDimZ = block
+    c.sharedMemBytes = shmem
+    c.hStream = stream_h
+    attrs = config.attributes() if config is not None else []
+    c.attrs = attrs
+    c.numAttrs = len(attrs)
+    return c
+
+
+def launch_ex(
+    func: Any,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    shmem: int,
+    stream_h: Any,
+    params: Any,
+    config: LaunchConfig,
+) -> Any:
+    """``cuLaunchKernelEx``; returns its status tuple (the caller raises)."""
+    return _cuLaunchKernelEx(native_config(grid, block, shmem, stream_h, config), func, params, 0)
+
+
+def launch_error_detail(code: Any, config: LaunchConfig | None) -> str:
+    """What to add to a refused launch's message about the attributes it set."""
+    if config is None or config.plain:
+        return ""
+    c = int(code)
+    if c == int(_R.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE):
+        return (
+            "; the cooperative grid is larger than the blocks the device can hold at once "
+            "(see Kernel.max_active_blocks_per_sm)"
+        )
+    return f"; launch attributes set: {', '.join(config.names())}"
+
+
+def plan_launch_ex(
+    func: Any,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    shmem: int,
+    config: LaunchConfig,
+    stream_h: Any,
+    params: Any,
+    extra: Any,
+) -> Any:
+    """A configured plan's launch, called as the plain one is (stream, params, extra)."""
+    return launch_ex(func, grid, block, shmem, stream_h, params, config)
+
+
+# -- occupancy (the driver calls of Kernel's occupancy methods) --------------------------------
+_cuOccupancyMaxActiveBlocks = _drv.cuOccupancyMaxActiveBlocksPerMultiprocessor
+_cuOccupancyMaxPotentialBlockSize = _drv.cuOccupancyMaxPotentialBlockSize
+_cuOccupancyMaxPotentialClusterSize = _drv.cuOccupancyMaxPotentialClusterSize
+_cuOccupancyMaxActiveClusters = _drv.cuOccupancyMaxActiveClusters
+
+
+def _answer(fn: Callable[..., Any], *args: Any) -> Any:
+    r = fn(*args)
+    if r[0] is not SUCCESS:
+        raise error_for(r[0], fn)
+    return r[1:] if len(r) > 2 else r[1]
+
+
+def blocks_per_sm(func: Any, block_size: int, shmem: int) -> int:
+    """``cuOccupancyMaxActiveBlocksPerMultiprocessor``."""
+    return int(_answer(_cuOccupancyMaxActiveBlocks, func, block_size, shmem))
+
+
+def block_size(func: Any, shmem: int, limit: int) -> tuple[int, int]:
+    """``cuOccupancyMaxPotentialBlockSize`` for a fixed dynamic shared memory size."""
+    grid, block = _answer(_cuOccupancyMaxPotentialBlockSize, func, None, shmem, limit)
+    return int(grid), int(block)
+
+
+def block_size_for(
+    func: Any, shmem_of: Callable[[int], int], most: int, sm_count: int
+) -> tuple[int, int]:
+    """:func:`block_size` with the shared memory a function of the block size.
+
+    Tries every multiple of the warp size from ``most`` down and keeps the first best,
+    as the driver does.
+    """
+    best_threads, best_block = 0, 0
+    for b in range(most - most % 32, 0, -32):
+        threads = blocks_per_sm(func, b, shmem_of(b)) * b
+        if threads > best_threads:
+            best_threads, best_block = threads, b
+    if best_block == 0:
+        raise ValueError("no block size fits the kernel with that shared memory")
+    return (best_threads // best_block) * sm_count, best_block
+
+
+def cluster_size(func: Any, block: tuple[int, int, int], shmem: int) -> int:
+    """``cuOccupancyMaxPotentialClusterSize`` for blocks of ``block``."""
+    cfg = native_config((1, 1, 1), block, shmem, None, None)
+    return int(_answer(_cuOccupancyMaxPotentialClusterSize, func, cfg))
+
+
+def active_clusters(
+    func: Any, grid: tuple[int, int, int], block: tuple[int, int, int], cluster: Any, shmem: int
+) -> int:
+    """``cuOccupancyMaxActiveClusters`` for this launch with clusters of ``cluster``."""
+    cfg = native_config(grid, block, shmem, None, LaunchConfig(cluster=cluster))
+    return int(_answer(_cuOccupancyMaxActiveClusters, func, cfg))

@@ -1,0 +1,239 @@
+"""Launch configuration (cuLaunchKernelEx) and occupancy queries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cuda.bindings import driver as drv
+
+import cudriver as cu
+from cudriver.launch import config_arg
+
+from ._support import load_kernels
+from .test_safety import run_isolated
+
+SOURCE = r"""
+extern "C" __global__ void cluster_rank(unsigned* out) {
+    unsigned r, n;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+    if (threadIdx.x == 0) {
+        out[2 * blockIdx.x] = r;
+        out[2 * blockIdx.x + 1] = n;
+    }
+}
+
+// Each block reads the shared variable of the other block of its pair, through
+// distributed shared memory.
+extern "C" __global__ void neighbour(unsigned* out) {
+    __shared__ unsigned v;
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    if (threadIdx.x == 0) v = 100 + rank;
+    asm volatile("barrier.cluster.arrive;\n\tbarrier.cluster.wait;" ::: "memory");
+    unsigned local = (unsigned)__cvta_generic_to_shared(&v);
+    unsigned other = rank ^ 1u, remote, val;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(other));
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(val) : "r"(remote) : "memory");
+    asm volatile("barrier.cluster.arrive;\n\tbarrier.cluster.wait;" ::: "memory");
+    if (threadIdx.x == 0) out[blockIdx.x] = val;
+}
+
+extern "C" __global__ void fill(unsigned* p, unsigned v) { p[blockIdx.x] = v; }
+
+// Programmatic dependent launch: the producer lets its dependant start at once; the
+// consumer waits (griddepcontrol.wait) for the producer's results before reading them.
+extern "C" __global__ void producer(unsigned* p, long long cycles) {
+    asm volatile("griddepcontrol.launch_dependents;");
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) { }
+    p[blockIdx.x] = 7;
+}
+extern "C" __global__ void consumer(const unsigned* p, unsigned* q) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    q[blockIdx.x] = p[blockIdx.x] + 1;
+}
+"""
+
+# A grid-wide barrier by hand: it only ends when every block of the grid is resident,
+# which a cooperative launch guarantees.
+COOPERATIVE = r"""
+extern "C" __global__ void grid_count(unsigned* counter, unsigned* out, unsigned nblocks) {
+    if (threadIdx.x == 0) {
+        atomicAdd(counter, 1u);
+        while (atomicAdd(counter, 0u) < nblocks) { }
+        out[blockIdx.x] = atomicAdd(counter, 0u);
+    }
+}
+"""
+
+
+# -- LaunchConfig, no GPU ------------------------------------------------------------------
+def test_config_validates_and_normalises() -> None:
+    c = cu.LaunchConfig(cluster=2, cooperative=True, priority=-1, mem_sync_domain=1)
+    assert c.cluster == (2, 1, 1)
+    assert not c.plain
+    assert c.names() == ["cluster", "cooperative", "priority", "mem_sync_domain"]
+    assert cu.LaunchConfig().plain
+    assert cu.LaunchConfig().attributes() == []
+    assert config_arg(cu.LaunchConfig()) is None  # a plain config takes cuLaunchKernel
+    with pytest.raises(TypeError, match="cooperative"):
+        cu.LaunchConfig(cooperative=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="cluster"):
+        cu.LaunchConfig(cluster=(2, 0))
+    with pytest.raises(ValueError, match="mem_sync_domain"):
+        cu.LaunchConfig(mem_sync_domain=2)
+    with pytest.raises(TypeError, match="priority"):
+        cu.LaunchConfig(priority=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="LaunchConfig"):
+        config_arg({"cooperative": True})
+
+
+def test_config_attributes_carry_the_values() -> None:
+    c = cu.LaunchConfig(cluster=(2, 1, 1), programmatic_stream_serialization=True, priority=3)
+    by_id = {int(a.id): a.value for a in c.attributes()}
+    a = drv.CUlaunchAttributeID
+    v = by_id[int(a.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)].clusterDim
+    assert (v.x, v.y, v.z) == (2, 1, 1)
+    assert by_id[int(a.CU_LAUNCH_ATTRIBUTE_PRIORITY)].priority == 3
+    serial = by_id[int(a.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)]
+    assert serial.programmaticStreamSerializationAllowed == 1
+
+
+# -- on the GPU ----------------------------------------------------------------------------
+def _needs_clusters(ctx: cu.Context) -> None:
+    if ctx.device.attribute(cu.DeviceAttribute.COMPUTE_CAPABILITY_MAJOR) < 9:
+        pytest.skip("thread-block clusters need compute capability 9.0")
+
+
+@pytest.mark.gpu
+def test_cluster_launch_sets_the_cluster_registers(ctx: cu.Context, stream: cu.Stream) -> None:
+    _needs_clusters(ctx)
+    k = load_kernels(ctx, SOURCE, "cluster_rank")["cluster_rank"]
+    out = cu.DeviceBuffer(8 * 2 * 4)
+    k.launch(stream, 8, 32, out, config=cu.LaunchConfig(cluster=2))
+    got = out.copy_to(stream=stream).view(np.uint32).reshape(8, 2)
+    stream.synchronize()
+    assert got[:, 0].tolist() == [0, 1] * 4
+    assert got[:, 1].tolist() == [2] * 8
+    k.launch(stream, 8, 32, out)  # no config: clusters of one
+    got = out.copy_to(stream=stream).view(np.uint32).reshape(8, 2)
+    stream.synchronize()
+    assert got[:, 1].tolist() == [1] * 8
+
+
+@pytest.mark.gpu
+def test_cluster_blocks_read_each_others_shared_memory(ctx: cu.Context, stream: cu.Stream) -> None:
+    _needs_clusters(ctx)
+    k = load_kernels(ctx, SOURCE, "neighbour")["neighbour"]
+    out = cu.DeviceBuffer(8 * 4)
+    k.launch(stream, 8, 32, out, config=cu.LaunchConfig(cluster=2))
+    got = out.copy_to(stream=stream).view(np.uint32)
+    stream.synchronize()
+    assert got.tolist() == [101, 100] * 4
+
+
+@pytest.mark.gpu
+def test_prepared_and_captured_launches_take_the_config(ctx: cu.Context, stream: cu.Stream) -> None:
+    _needs_clusters(ctx)
+    k = load_kernels(ctx, SOURCE, "cluster_rank")["cluster_rank"]
+    out = cu.DeviceBuffer(4 * 2 * 4)
+    plan = k.prepare(4, 32, out, config=cu.LaunchConfig(cluster=(4, 1, 1)))
+    plan.launch(stream)
+    got = out.copy_to(stream=stream).view(np.uint32).reshape(4, 2)
+    stream.synchronize()
+    assert got.tolist() == [[0, 4], [1, 4], [2, 4], [3, 4]]
+    out.fill(0, stream=stream)
+    with stream.capture() as g:
+        k.launch(stream, 4, 32, out, config=cu.LaunchConfig(cluster=2))
+    exe = g.instantiate()
+    for _ in range(2):
+        exe.launch(stream)
+    got = out.copy_to(stream=stream).view(np.uint32).reshape(4, 2)
+    stream.synchronize()
+    assert got.tolist() == [[0, 2], [1, 2], [0, 2], [1, 2]]
+
+
+@pytest.mark.gpu
+def test_dependent_launch_waits_for_the_data_it_reads(ctx: cu.Context, stream: cu.Stream) -> None:
+    _needs_clusters(ctx)  # griddepcontrol: compute capability 9.0 as well
+    ks = load_kernels(ctx, SOURCE, "producer", "consumer")
+    p, q = cu.DeviceBuffer(16 * 4), cu.DeviceBuffer(16 * 4)
+    p.fill(0, stream=stream)
+    pdl = cu.LaunchConfig(programmatic_stream_serialization=True)
+    for _ in range(3):
+        ks["producer"].launch(stream, 16, 32, p, 2_000_000)
+        ks["consumer"].launch(stream, 16, 32, p, q, config=pdl)
+    stream.synchronize()
+    assert q.copy_to().view(np.uint32).tolist() == [8] * 16
+
+
+@pytest.mark.gpu
+def test_a_refused_config_names_its_attributes(ctx: cu.Context, stream: cu.Stream) -> None:
+    _needs_clusters(ctx)
+    k = load_kernels(ctx, SOURCE, "fill")["fill"]
+    out = cu.DeviceBuffer(3 * 4)
+    with pytest.raises(cu.CudaError, match="cuLaunchKernelEx.*launch attributes set: cluster"):
+        k.launch(stream, 3, 32, out, np.uint32(1), config=cu.LaunchConfig(cluster=2))
+    k.launch(stream, 3, 32, out, np.uint32(5))  # the stream and context are still usable
+    stream.synchronize()
+    assert out.copy_to().view(np.uint32).tolist() == [5, 5, 5]
+
+
+@pytest.mark.gpu
+def test_cooperative_grid_barrier_and_too_large_grid() -> None:
+    # In its own process: a grid that is not all resident would spin forever.
+    run_isolated(
+        f"""
+        ctx = make_current()
+        src = {COOPERATIVE!r}
+        module = cu.Module.load(cu.compile(src, arch=cu.Device(0), target="cubin"))
+        k = module.kernel("grid_count")
+        sms = ctx.device.multiprocessor_count
+        per_sm = k.max_active_blocks_per_sm(64)
+        assert per_sm >= 1, per_sm
+        n = per_sm * sms
+        counter = cu.DeviceBuffer(4)
+        counter.fill(0)
+        out = cu.DeviceBuffer(4 * n)
+        s = cu.Stream()
+        k.launch(s, n, 64, counter, out, np.uint32(n), config=cu.LaunchConfig(cooperative=True))
+        s.synchronize()
+        assert (out.copy_to().view(np.uint32) == n).all()
+        try:
+            k.launch(s, n + 1, 64, counter, out, np.uint32(n + 1),
+                     config=cu.LaunchConfig(cooperative=True))
+        except cu.CudaError as e:
+            assert "COOPERATIVE_LAUNCH_TOO_LARGE" in str(e), e
+            assert "max_active_blocks_per_sm" in str(e), e
+        else:
+            raise AssertionError("a too-large cooperative grid was launched")
+        s.synchronize()
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_occupancy_answers_fit_the_device(ctx: cu.Context) -> None:
+    k = load_kernels(ctx, SOURCE, "fill")["fill"]
+    dev = ctx.device
+    most_blocks = dev.attribute(cu.DeviceAttribute.MAX_BLOCKS_PER_MULTIPROCESSOR)
+    most_threads = dev.attribute(cu.DeviceAttribute.MAX_THREADS_PER_MULTIPROCESSOR)
+    for block in (32, 128, 256, 1024):
+        n = k.max_active_blocks_per_sm(block)
+        assert 1 <= n <= most_blocks
+        assert n * block <= most_threads
+    min_grid, block = k.suggested_block_size()
+    assert 32 <= block <= k.max_threads_per_block and block % 32 == 0
+    assert min_grid >= dev.multiprocessor_count
+    # Shared memory as a function of the block size: 64 bytes per thread.
+    grid2, block2 = k.suggested_block_size(lambda b: 64 * b, max_block_size=512)
+    assert 32 <= block2 <= 512 and block2 % 32 == 0
+    assert grid2 == k.max_active_blocks_per_sm(block2, 64 * block2) * dev.multiprocessor_count
+    with pytest.raises(TypeError, match="block_size"):
+        k.max_active_blocks_per_sm(1.5)  # type: ignore[arg-type]
+    if dev.attribute(cu.DeviceAttribute.COMPUTE_CAPABILITY_MAJOR) >= 9:
+        size = k.max_potential_cluster_size(128)
+        assert 1 <= size <= 16
+        assert k.max_active_clusters(16, 128, 2) >= 1
