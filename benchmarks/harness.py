@@ -80,6 +80,7 @@ OPS: tuple[Op, ...] = (
     Op("launch_empty", "launch, no arguments", "ns", 10_000, True),
     Op("launch_args", "launch, 3 arguments", "ns", 10_000, True),
     Op("launch_prepared", "launch, 3 arguments, prepared", "ns", 10_000, True),
+    Op("launch_ex", "launch with an attribute (cuLaunchKernelEx)", "ns", 10_000, True),
     Op("graph_launch", "graph launch (1 node)", "ns", 10_000, True),
     Op("eager_100", "100 kernels, eager, to completion", "us", 200, False),
     Op("graph_100", "100 kernels, one graph, to completion", "us", 200, False),

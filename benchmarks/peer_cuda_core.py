@@ -104,6 +104,17 @@ class CudaCorePeer(Peer):
         args = (self.stream, self._config(1), self._kernel("empty"))
         return Bench(per_call(self.cc.launch, args), self.sync)
 
+    def op_launch_ex(self) -> Bench:
+        config = self._config(1)
+        # The cooperative flag's name has changed between cuda.core versions; set only one
+        # the config already has, so that a plain launch is never measured in its place.
+        name = next((n for n in ("cooperative_launch", "is_cooperative") if hasattr(config, n)), "")
+        if not name:
+            raise Unavailable(f"cuda.core {self.version}'s LaunchConfig has no cooperative launch")
+        setattr(config, name, True)
+        args = (self.stream, config, self._kernel("empty"))
+        return Bench(per_call(self.cc.launch, args), self.sync, f"{name}=True")
+
     def op_launch_args(self) -> Bench:
         np = self.np
         k = self._kernel("axpy3")

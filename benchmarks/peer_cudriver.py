@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import cudriver as cu
@@ -70,6 +71,11 @@ class CudriverPeer(Peer):
     def op_launch_empty(self) -> Bench:
         k = self._module().kernel("empty")
         return Bench(per_call(k.launch, (self.stream, 1, 1)), self.sync)
+
+    def op_launch_ex(self) -> Bench:
+        k = self._module().kernel("empty")
+        launch = functools.partial(k.launch, config=cu.LaunchConfig(cooperative=True))
+        return Bench(per_call(launch, (self.stream, 1, 1)), self.sync, "cooperative=True")
 
     def op_launch_args(self) -> Bench:
         k = self._module().kernel("axpy3")

@@ -97,6 +97,9 @@ class CupyPeer(Peer):
         k = self._kernel("empty")
         return Bench(self._on_stream(per_call(k, ((1,), (1,), ()))), self.sync, "RawModule")
 
+    def op_launch_ex(self) -> Bench:
+        raise Unavailable("CuPy has no launch attributes (cooperative kernels only)")
+
     def op_launch_args(self) -> Bench:
         np = self.np
         k = self._kernel("axpy3")

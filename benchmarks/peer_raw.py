@@ -166,6 +166,25 @@ class RawPeer(Peer):
         args = self._launch_args("empty", 1, 0)
         return Bench(per_call_raw(self.drv.cuLaunchKernel, args, "cuLaunchKernel"), self.sync)
 
+    def op_launch_ex(self) -> Bench:
+        drv = self.drv
+        cfg = drv.CUlaunchConfig()
+        cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1
+        cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1
+        cfg.sharedMemBytes = 0
+        cfg.hStream = self.h
+        attr = drv.CUlaunchAttribute()
+        attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+        attr.value.cooperative = 1
+        cfg.attrs = [attr]
+        cfg.numAttrs = 1
+        args = (cfg, self._fn("empty"), 0, 0)
+        return Bench(
+            per_call_raw(drv.cuLaunchKernelEx, args, "cuLaunchKernelEx"),
+            self.sync,
+            "CUlaunchConfig built once, cooperative attribute",
+        )
+
     def op_launch_args(self) -> Bench:
         x = int(self._buffer())
         params = ((2.0, x, N_X), (ctypes.c_float, ctypes.c_void_p, ctypes.c_int))

@@ -53,6 +53,26 @@ extern "C" __global__ void consumer(const unsigned* p, unsigned* q) {
     asm volatile("griddepcontrol.wait;" ::: "memory");
     q[blockIdx.x] = p[blockIdx.x] + 1;
 }
+
+// For the overlap: the producer notes when it ends, the consumer when it starts (before
+// it waits), both on the device's nanosecond timer.
+__device__ unsigned long long now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+extern "C" __global__ void timed_producer(unsigned long long* t_end, long long cycles) {
+    asm volatile("griddepcontrol.launch_dependents;");
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) { }
+    if (threadIdx.x == 0) atomicMax(t_end, now());
+}
+extern "C" __global__ void timed_consumer(unsigned long long* t_start, long long cycles) {
+    if (threadIdx.x == 0) atomicMin(t_start, now());
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) { }   // work that does not need the producer's data
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+}
 """
 
 # A grid-wide barrier by hand: it only ends when every block of the grid is resident,
@@ -166,6 +186,33 @@ def test_dependent_launch_waits_for_the_data_it_reads(ctx: cu.Context, stream: c
         ks["consumer"].launch(stream, 16, 32, p, q, config=pdl)
     stream.synchronize()
     assert q.copy_to().view(np.uint32).tolist() == [8] * 16
+
+
+@pytest.mark.gpu
+def test_dependent_launch_overlaps_the_kernel_before_it(ctx: cu.Context, stream: cu.Stream) -> None:
+    _needs_clusters(ctx)
+    ks = load_kernels(ctx, SOURCE, "timed_producer", "timed_consumer")
+    cycles = 20_000_000  # about 10 ms at 2 GHz, each
+    times = cu.DeviceBuffer(16)
+
+    def run(config: cu.LaunchConfig | None) -> tuple[int, float]:
+        times.copy_from(np.array([0, 2**64 - 1], dtype=np.uint64), stream=stream)
+        start, end = cu.Event(timing=True), cu.Event(timing=True)
+        start.record(stream)
+        ks["timed_producer"].launch(stream, 16, 32, times, cycles)
+        ks["timed_consumer"].launch(stream, 16, 32, times.view(8), cycles, config=config)
+        end.record(stream)
+        stream.synchronize()
+        t_end, t_start = (int(x) for x in times.copy_to().view(np.uint64))
+        return t_start - t_end, start.elapsed_ms(end)
+
+    gap_serial, ms_serial = run(None)
+    gap_pdl, ms_pdl = run(cu.LaunchConfig(programmatic_stream_serialization=True))
+    print(f"serial: consumer started {gap_serial} ns after the producer ended, {ms_serial:.2f} ms")
+    print(f"dependent launch: {gap_pdl} ns, {ms_pdl:.2f} ms")
+    assert gap_serial > 0  # in order: the consumer started after the producer ended
+    assert gap_pdl < 0  # overlapped: it started while the producer ran
+    assert ms_pdl < 0.8 * ms_serial
 
 
 @pytest.mark.gpu

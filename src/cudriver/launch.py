@@ -10,6 +10,7 @@ driver calls live here.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,11 @@ __all__ = [
 _A = _drv.CUlaunchAttributeID
 _R = _drv.CUresult
 _cuLaunchKernelEx = _drv.cuLaunchKernelEx
+
+# Per thread: the CUlaunchConfig last made for each (config, grid, block, shared memory),
+# at most this many (then the cache starts again).
+_local = threading.local()
+_CACHED_CONFIGS = 64
 
 # What a launch attribute is called in errors, by attribute id.
 _NAMES = {
@@ -111,6 +117,18 @@ class LaunchConfig:
 
     def attributes(self) -> list[Any]:
         """The ``CUlaunchAttribute`` list this config adds (new objects each call)."""
+        return self._build()
+
+    def _native_attributes(self) -> list[Any]:
+        # Built once per config and never changed after: launches only read it (the
+        # bindings copy it into each CUlaunchConfig), so threads may share it.
+        attrs: list[Any] | None = self.__dict__.get("_attrs")
+        if attrs is None:
+            attrs = self._build()
+            object.__setattr__(self, "_attrs", attrs)
+        return attrs
+
+    def _build(self) -> list[Any]:
         attrs: list[Any] = []
 
         def add(attr_id: Any, set_value: Callable[[Any], None]) -> None:
@@ -170,7 +188,7 @@ def native_config(
     c.blockDimX, c.blockDimY, c.blockDimZ = block
     c.sharedMemBytes = shmem
     c.hStream = stream_h
-    attrs = config.attributes() if config is not None else []
+    attrs = config._native_attributes() if config is not None else []
     c.attrs = attrs
     c.numAttrs = len(attrs)
     return c
@@ -185,8 +203,27 @@ def launch_ex(
     params: Any,
     config: LaunchConfig,
 ) -> Any:
-    """``cuLaunchKernelEx``; returns its status tuple (the caller raises)."""
-    return _cuLaunchKernelEx(native_config(grid, block, shmem, stream_h, config), func, params, 0)
+    """``cuLaunchKernelEx``; returns its status tuple (the caller raises).
+
+    The ``CUlaunchConfig`` is made once per thread for each config and shape, and only
+    its stream is set again: a thread never shares one with another, whose launch could
+    change the stream under this one's call.
+    """
+    try:
+        cache: dict[tuple[Any, ...], tuple[LaunchConfig, Any]] = _local.configs
+    except AttributeError:
+        cache = _local.configs = {}
+    key = (id(config), grid, block, shmem)
+    entry = cache.get(key)
+    if entry is not None and entry[0] is config:
+        c = entry[1]
+        c.hStream = stream_h
+    else:
+        if len(cache) >= _CACHED_CONFIGS:
+            cache.clear()
+        c = native_config(grid, block, shmem, stream_h, config)
+        cache[key] = (config, c)
+    return _cuLaunchKernelEx(c, func, params, 0)
 
 
 def launch_error_detail(code: Any, config: LaunchConfig | None) -> str:
