@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gc
+import types
 
 import numpy as np
 import pytest
@@ -21,11 +22,22 @@ def test_enums() -> None:
         assert m.name in (cu.CaptureMode.__doc__ or "")
 
 
+class _CapturingStream:
+    """What Graph._pending reads of the stream whose capture fills the graph."""
+
+    def __init__(self) -> None:
+        self._capture = types.SimpleNamespace(closed=False)
+
+
 def test_pending_graph_is_unusable() -> None:
-    g = cu.Graph._pending()
+    stream = _CapturingStream()
+    g = cu.Graph._pending(stream)
     with pytest.raises(cu.ClosedError, match="still being captured"):
         _ = g.num_nodes
     with pytest.raises(cu.ClosedError, match="still being captured"):
+        g.instantiate()
+    stream._capture.closed = True  # the capture failed: the graph never comes
+    with pytest.raises(cu.ClosedError, match="ended without a graph"):
         g.instantiate()
 
 

@@ -17,9 +17,11 @@ from ._enums import (
     AccessProperty,
     CaptureMode,
     CaptureStatus,
+    ConditionalType,
     ContextFlags,
     DeviceAttribute,
     FunctionAttribute,
+    GraphNodeType,
     Limit,
     MemAttach,
     MemOpType,
@@ -57,6 +59,7 @@ from .errors import (
 )
 from .event import Event
 from .graph import Graph, GraphExec
+from .graphnode import AllocNode, ConditionalHandle, ConditionalNode, GraphNode
 from .kernel import Kernel, LaunchPlan, ParamInfo
 from .launch import LaunchConfig
 from .memops import MAX_BATCH_MEM_OPS, MemOp
@@ -119,6 +122,12 @@ __all__ = [
     "CaptureStatus",
     "Graph",
     "GraphExec",
+    "GraphNode",
+    "GraphNodeType",
+    "ConditionalNode",
+    "ConditionalHandle",
+    "ConditionalType",
+    "AllocNode",
     "DeviceBuffer",
     "PinnedBuffer",
     "SupportsCudaArrayInterface",

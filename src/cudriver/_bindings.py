@@ -8,13 +8,16 @@ handled here (read from the 12.9 and 13.x wheels):
 * ``cuStreamGetCaptureInfo`` returns 7 values in 13.x (with edge data), 6 in 12.x;
 * in 13.x the outputs of a failed call are ``None``; in 12.x default objects;
 * ``cuEventElapsedTime_v2`` (13.x) vs ``cuEventElapsedTime``;
-* ``cuFuncGetParamInfo`` exists in 12.4+ bindings only.
+* ``cuFuncGetParamInfo`` exists in 12.4+ bindings only;
+* ``cuGraphAddNode``, ``cuStreamUpdateCaptureDependencies`` and
+  ``cuStreamBeginCaptureToGraph`` take edge data in 13.x (12.x names that form
+  ``_v2`` where it has it).
 
 It is also the one place that calls ``libcuda`` directly through ctypes, for the two
-calls the bindings get wrong: ``cuLaunchHostFunc`` (the bindings free their callback
-wrapper after the first call, so a captured host node would run freed memory on its
-second replay) and ``cuGraphExecUpdate`` (the bindings drop the result info when
-the update fails).
+calls the bindings get wrong: ``cuLaunchHostFunc`` and ``cuGraphAddHostNode`` (the
+bindings free their callback wrapper after the first call, so a host node would run
+freed memory on its second replay) and ``cuGraphExecUpdate`` (the bindings drop the
+result info when the update fails).
 """
 
 from __future__ import annotations
@@ -45,6 +48,11 @@ __all__ = [
     "func_get_param_info",
     "libcuda",
     "launch_host_func",
+    "graph_add_host_node",
+    "graph_add_node",
+    "graph_add_dependencies",
+    "update_capture_dependencies",
+    "begin_capture_to_graph",
     "graph_exec_update",
     "GraphExecUpdateInfo",
 ]
@@ -109,6 +117,7 @@ class CaptureInfo(NamedTuple):
     id: int
     graph: Any
     num_dependencies: int
+    dependencies: list[Any]
 
 
 def capture_info(stream: Any) -> tuple[Any, CaptureInfo | None]:
@@ -121,8 +130,46 @@ def capture_info(stream: Any) -> tuple[Any, CaptureInfo | None]:
         return r[0], None
     # 13.x: (res, status, id, graph, deps, edges, n); 12.x: (res, status, id, graph, deps, n)
     status, cid, graph = r[1], r[2], r[3]
-    n = r[-1]
-    return r[0], CaptureInfo(status, int(cid), graph, int(n) if n is not None else 0)
+    n = int(r[-1]) if r[-1] is not None else 0
+    deps = list(r[4] or ())[:n]
+    return r[0], CaptureInfo(status, int(cid), graph, n, deps)
+
+
+_EDGES = MAJOR >= 13
+
+
+def graph_add_node(graph: Any, deps: list[Any], params: Any) -> tuple[Any, ...]:
+    """``cuGraphAddNode(graph, deps, params) -> (CUresult, CUgraphNode)``, no edge data."""
+    if _EDGES:
+        return drv.cuGraphAddNode(graph, deps, None, len(deps), params)  # type: ignore[no-any-return]
+    return drv.cuGraphAddNode(graph, deps, len(deps), params)  # type: ignore[no-any-return]
+
+
+def graph_add_dependencies(graph: Any, before: list[Any], after: list[Any]) -> tuple[Any, ...]:
+    """``cuGraphAddDependencies(graph, before, after)``, no edge data."""
+    if _EDGES:
+        return drv.cuGraphAddDependencies(  # type: ignore[no-any-return]
+            graph, before, after, None, len(before)
+        )
+    return drv.cuGraphAddDependencies(graph, before, after, len(before))  # type: ignore[no-any-return]
+
+
+def update_capture_dependencies(stream: Any, nodes: list[Any], flags: int) -> tuple[Any, ...]:
+    """``cuStreamUpdateCaptureDependencies(stream, nodes, flags)``, no edge data."""
+    if _EDGES:
+        return drv.cuStreamUpdateCaptureDependencies(  # type: ignore[no-any-return]
+            stream, nodes, None, len(nodes), flags
+        )
+    return drv.cuStreamUpdateCaptureDependencies(  # type: ignore[no-any-return]
+        stream, nodes, len(nodes), flags
+    )
+
+
+def begin_capture_to_graph(stream: Any, graph: Any, mode: Any) -> tuple[Any, ...]:
+    """``cuStreamBeginCaptureToGraph(stream, graph)`` with no dependencies."""
+    return drv.cuStreamBeginCaptureToGraph(  # type: ignore[no-any-return]
+        stream, graph, None, None, 0, mode
+    )
 
 
 #: ``cuEventElapsedTime_v2`` where the bindings have it (13.x), else the original.
@@ -195,6 +242,26 @@ def launch_host_func() -> _HostFuncCall:
         fn.__name__ = "cuLaunchHostFunc"  # type: ignore[attr-defined]  # named for errors
         _launch_host_func = fn
     return fn
+
+
+class _HostNodeParams(ctypes.Structure):
+    _fields_ = (("fn", ctypes.c_void_p), ("userData", ctypes.c_void_p))
+
+
+def graph_add_host_node(graph: Any, deps: list[Any], fn: int, key: int) -> tuple[Any, Any]:
+    """``cuGraphAddHostNode`` from libcuda with ``fn(key)``; ``(CUresult, CUgraphNode)``."""
+    lib = libcuda()
+    node = ctypes.c_void_p()
+    params = _HostNodeParams(fn, key)
+    arr = (ctypes.c_void_p * max(len(deps), 1))(*(int(d) for d in deps))
+    code = lib.cuGraphAddHostNode(
+        ctypes.byref(node),
+        ctypes.c_void_p(int(graph)),
+        arr if deps else None,
+        ctypes.c_size_t(len(deps)),
+        ctypes.byref(params),
+    )
+    return drv.CUresult(code), (drv.CUgraphNode(node.value or 0) if code == 0 else None)
 
 
 class GraphExecUpdateInfo(ctypes.Structure):

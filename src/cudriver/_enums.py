@@ -22,6 +22,8 @@ __all__ = [
     "WaitCondition",
     "MemOpType",
     "FunctionAttribute",
+    "GraphNodeType",
+    "ConditionalType",
     "AccessPolicyWindow",
 ]
 
@@ -346,6 +348,42 @@ class FunctionAttribute(IntEnum):
     SHARED_MEMORY_MODE = 17
 
 
+class GraphNodeType(IntEnum):
+    """The kind of a graph node (``CUgraphNodeType`` without ``CU_GRAPH_NODE_TYPE_``)."""
+
+    KERNEL = 0
+    MEMCPY = 1
+    MEMSET = 2
+    HOST = 3
+    GRAPH = 4
+    EMPTY = 5
+    WAIT_EVENT = 6
+    EVENT_RECORD = 7
+    EXT_SEMAS_SIGNAL = 8
+    EXT_SEMAS_WAIT = 9
+    MEM_ALLOC = 10
+    MEM_FREE = 11
+    BATCH_MEM_OP = 12
+    CONDITIONAL = 13
+
+
+class ConditionalType(IntEnum):
+    """The kind of a conditional node (``CUgraphConditionalNodeType``).
+
+    IF
+        Runs its first body when the condition is non-zero, its second (if it has
+        one) when it is zero.
+    WHILE
+        Runs its body as long as the condition is non-zero, testing before each run.
+    SWITCH
+        Runs body ``n`` when the condition is ``n``; none when it is out of range.
+    """
+
+    IF = 0
+    WHILE = 1
+    SWITCH = 2
+
+
 for _enum in (
     DeviceAttribute,
     ContextFlags,
@@ -358,6 +396,8 @@ for _enum in (
     WaitCondition,
     MemOpType,
     FunctionAttribute,
+    GraphNodeType,
+    ConditionalType,
 ):
     _enum.__module__ = "cudriver"
 

@@ -259,15 +259,17 @@ def unpin2(a: _State | None, b: _State | None) -> None:
 def pin(obj: Handle) -> _State:
     """Pin ``obj``'s release state for a driver call (see the module docstring).
 
-    Pins, then checks that ``obj`` is open (raising :class:`~cudriver.ClosedError`
-    if not): a ``close()`` on another thread either came first or sees the pin.
-    Pair with :func:`unpin` in a ``finally``.
+    Pins what ``obj._pin_target()`` names (itself; a kernel's module; a conditional
+    body's graph), then checks that both are open (raising
+    :class:`~cudriver.ClosedError` if not): a ``close()`` on another thread either came
+    first or sees the pin. Pair with :func:`unpin` in a ``finally``.
     """
-    st = obj._state
+    t = obj._pin_target()
+    st = t._state
     st.pins.append(None)
-    if obj._h is None:
+    if obj._h is None or t._h is None:
         unpin(st)
-        obj._raise_closed()
+        (obj if obj._h is None else t)._raise_closed()
     return st
 
 
@@ -285,14 +287,13 @@ def pin_all(*objs: Any) -> list[_State]:
     Others (raw handles, None) are skipped. A closed one unpins the others and raises.
     """
     states: list[_State] = []
-    for o in objs:
-        if isinstance(o, Handle):
-            st = o._state
-            st.pins.append(None)
-            states.append(st)
-            if o._h is None:
-                unpin_all(states)
-                o._raise_closed()
+    try:
+        for o in objs:
+            if isinstance(o, Handle):
+                states.append(pin(o))
+    except BaseException:
+        unpin_all(states)
+        raise
     return states
 
 
@@ -318,7 +319,7 @@ def pinned(method: Callable[Concatenate[_H, _P], _R]) -> Callable[Concatenate[_H
     def call(self: _H, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         if self._h is None:
             self._raise_closed()
-        states = pin_all(self._pin_target(), *args, *kwargs.values())
+        states = pin_all(self, *args, *kwargs.values())
         try:
             return method(self, *args, **kwargs)
         finally:

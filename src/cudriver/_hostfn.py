@@ -24,6 +24,8 @@ How long a record lives
   wait for in-flight launches (the driver frees the executable graph once they
   complete), so the host node still fires after the Python objects are gone, and the
   record must still be there.
+* Added to a graph explicitly (:meth:`~cudriver.Graph.add_host_func`): as when
+  captured, the graph's keep list holds it and the registry holds it weakly.
 * Captured by a capture begun some other way (raw ``cuStreamBeginCapture``, another
   library): the graph's lifetime is unknown to us, so the record is kept until the
   process exits.
@@ -62,6 +64,7 @@ from .errors import GUARD, HostCallbackError, error_for
 __all__ = [
     "HostFuncRecord",
     "launch",
+    "graph_record",
     "PENDING",
     "after_sync",
     "after_context_sync",
@@ -321,6 +324,20 @@ def _launch(
         _captured.pop(key, None)
         raise error_for(code, call)
     return rec
+
+
+def graph_record(
+    fn: Callable[..., Any], args: Any, kwargs: Any, ctx_key: int
+) -> tuple[HostFuncRecord, int]:
+    """A record for a host node added to a graph explicitly; ``(record, trampoline)``.
+
+    The registry holds it weakly, as for a captured host function: the caller keeps
+    it in the graph's keep list (see the module docstring for how launches hold it).
+    """
+    key = next(_keys)
+    rec = HostFuncRecord(key, fn, args, kwargs, 0, ctx_key)
+    _captured[key] = weakref.ref(rec, functools.partial(_forget, key))
+    return rec, _TRAMPOLINE_ADDR
 
 
 def _forget(key: int, _ref: object) -> None:

@@ -39,9 +39,12 @@ __all__ = [
     "is_open",
     "capture_id",
     "keep",
+    "hold",
     "begin",
     "end",
     "abort",
+    "end_on",
+    "abort_on",
     "info",
     "destroy_stream",
 ]
@@ -69,6 +72,10 @@ class CaptureSession:
         error, e.g. ``"cuStreamSynchronize (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)"``.
     closed : bool
         Whether the session was ended (or abandoned).
+    into : Graph or None
+        The existing graph it captures into (``cuStreamBeginCaptureToGraph``), which
+        ending or aborting the capture never destroys; the keep list goes into it
+        when the session closes, however it closes.
     """
 
     __slots__ = (
@@ -77,6 +84,7 @@ class CaptureSession:
         "_watchers",
         "closed",
         "id",
+        "into",
         "keep",
         "mode",
         "restrictive",
@@ -90,6 +98,7 @@ class CaptureSession:
         self.keep: list[Any] = []
         self.violation: str | None = None
         self.closed = False
+        self.into: Any = None
         self._on_owner_gone: weakref.finalize[Any, Any] | None = None
         self._watchers = watch_capture_violations(self)
         if mode is CaptureMode.GLOBAL:
@@ -122,20 +131,31 @@ class CaptureSession:
                 ACTIVE.pop(self.id, None)
             GUARD.captures.discard(id(self))
             GUARD.restrictive.discard(id(self))
+            if self.into is not None:
+                self.into._adopt(self.keep)
+                self.keep = []
         if drain_releases:
             drain()
         return self.keep
 
     def add(self, objs: tuple[Any, ...]) -> None:
         """Keep ``objs`` (and a lease on each handle among them, or in a tuple of them)."""
-        keep = self.keep
-        for o in objs:
-            keep.append(o)
-            if isinstance(o, Handle):
-                if o._h is not None:
-                    keep.append(o._lease())
-            elif type(o) is tuple:
-                keep.extend(a._lease() for a in o if isinstance(a, Handle) and a._h is not None)
+        hold(self.keep, objs)
+
+
+def hold(keep: list[Any], objs: tuple[Any, ...]) -> None:
+    """Append ``objs`` to ``keep``, with a lease on each open handle among them.
+
+    A tuple among ``objs`` (kernel arguments) is kept with a lease on each handle in it.
+    The one rule for what a graph keeps, captured or built node by node.
+    """
+    for o in objs:
+        keep.append(o)
+        if isinstance(o, Handle):
+            if o._h is not None:
+                keep.append(o._lease())
+        elif type(o) is tuple:
+            keep.extend(a._lease() for a in o if isinstance(a, Handle) and a._h is not None)
 
 
 def _abandon(ref: weakref.ref[CaptureSession]) -> None:
@@ -185,11 +205,14 @@ def begin(
     *,
     legacy: bool = False,
     previous: CaptureSession | None = None,
+    into: Any = None,
 ) -> CaptureSession:
     """Begin capturing on ``stream_h`` (``cuStreamBeginCapture``) and register a session.
 
     ``legacy`` says the stream is the legacy default stream (refused); ``previous`` is
-    the stream's last session (refused while still open).
+    the stream's last session (refused while still open); ``into``, a
+    :class:`~cudriver.Graph` to capture into (``cuStreamBeginCaptureToGraph``) instead
+    of a new graph: what the capture keeps goes into it (``Graph._adopt``).
     """
     if legacy:
         raise StreamCaptureError(
@@ -209,15 +232,22 @@ def begin(
         )
     if GUARD.armed:
         GUARD.check()
-    r = _cuStreamBeginCapture(stream_h, _drv.CUstreamCaptureMode(int(m)))
-    if r[0] is not SUCCESS:
-        raise error_for(r[0], _cuStreamBeginCapture)
+    cmode = _drv.CUstreamCaptureMode(int(m))
+    if into is None:
+        r = _cuStreamBeginCapture(stream_h, cmode)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], _cuStreamBeginCapture)
+    else:
+        r = _bindings.begin_capture_to_graph(stream_h, into.handle, cmode)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], _drv.cuStreamBeginCaptureToGraph)
     cid = capture_id(stream_h)
     if cid is None:  # pragma: no cover - the driver just began it
         raise StreamCaptureError(
             _R.CUDA_ERROR_ILLEGAL_STATE, "cuStreamGetCaptureInfo", "no capture"
         )
     session = CaptureSession(cid, m)
+    session.into = into
     ACTIVE[cid] = session
     return session
 
@@ -243,7 +273,8 @@ def _end_raw(stream_h: Any, session: CaptureSession | None) -> tuple[Any, Any, l
     status = r[0]
     g = r[1] if len(r) > 1 else None
     if status is not SUCCESS and g is not None and int(g) != 0:
-        _cuGraphDestroy(g)
+        if session is None or session.into is None:
+            _cuGraphDestroy(g)
         g = None
     kept: list[Any] = []
     # A refused end (e.g. from another thread than the one that began a thread-local
@@ -268,10 +299,40 @@ def end(stream_h: Any, session: CaptureSession | None) -> tuple[Any, list[Any]]:
 
 
 def abort(stream_h: Any, session: CaptureSession | None) -> None:
-    """End a capture after an error, dropping the graph and any error it gives."""
+    """End a capture after an error, dropping the graph and any error it gives.
+
+    A graph captured into (``into``) is kept, with what was captured into it so far.
+    """
+    into = session is not None and session.into is not None
     status, g, _kept = _end_raw(stream_h, session)
-    if status is SUCCESS and g is not None and int(g) != 0:
+    if status is SUCCESS and g is not None and int(g) != 0 and not into:
         _cuGraphDestroy(g)
+
+
+def end_on(stream: Any) -> tuple[Any, list[Any]]:
+    """:func:`end` the capture of cudriver ``stream`` and clear its session.
+
+    A refused end (the capture goes on) leaves the session on the stream.
+    """
+    h = stream._h
+    if h is None:
+        stream._raise_closed()
+    session, stream._capture = stream._capture, None
+    try:
+        return end(h, session)
+    finally:
+        if session is not None and not session.closed:
+            stream._capture = session
+
+
+def abort_on(stream: Any) -> None:
+    """:func:`abort` the capture of cudriver ``stream`` (or close its session if closed)."""
+    session, stream._capture = stream._capture, None
+    h = stream._h
+    if h is not None:
+        abort(h, session)
+    elif session is not None:
+        session.close()
 
 
 def destroy_stream(h: Any) -> Any:

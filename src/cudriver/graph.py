@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
+import weakref
 from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
@@ -23,6 +24,14 @@ from ._handle import Handle, Lease, pinned
 from ._hostfn import HostFuncRecord
 from .device import Context, context_arg, current_or_default
 from .errors import GUARD, ClosedError, GraphUpdateError, checked, error_for
+from .graphbuild import GraphBuilder
+from .graphnode import (
+    GraphNode,
+    kernel_params,
+    launch_of,
+    memcpy_params,
+    memset_params,
+)
 
 __all__ = ["Graph", "GraphExec"]
 
@@ -34,6 +43,11 @@ _cuGraphInstantiate = checked(_bindings.graph_instantiate, name="cuGraphInstanti
 _cuGraphInstantiateWithParams = _drv.cuGraphInstantiateWithParams
 _cuGraphUpload = checked(_drv.cuGraphUpload)
 _cuGraphLaunch = _drv.cuGraphLaunch
+_cuGraphExecKernelNodeSetParams = checked(_drv.cuGraphExecKernelNodeSetParams)
+_cuGraphExecMemcpyNodeSetParams = checked(_drv.cuGraphExecMemcpyNodeSetParams)
+_cuGraphExecMemsetNodeSetParams = checked(_drv.cuGraphExecMemsetNodeSetParams)
+_cuGraphNodeSetEnabled = checked(_drv.cuGraphNodeSetEnabled)
+_cuGraphNodeGetEnabled = checked(_drv.cuGraphNodeGetEnabled)
 _F = _drv.CUgraphInstantiate_flags
 
 _UPDATE_REASONS = {
@@ -48,34 +62,51 @@ _UPDATE_REASONS = {
 }
 
 
-class Graph(Handle):
+class Graph(Handle, GraphBuilder):
     """A CUDA graph (``cuGraphCreate``; ``cuGraphDestroy`` on close).
 
-    Made empty with ``Graph()``, or by capture (:meth:`Stream.capture`,
-    :meth:`Stream.end_capture`). A captured graph keeps alive the objects that the
-    captured work refers to (kernel arguments, host functions, host memory), and
-    every :class:`GraphExec` made from it keeps them too.
+    Made empty with ``Graph()`` and built node by node (the ``add_*`` methods, see
+    :class:`~cudriver.graphbuild.GraphBuilder`), or by capture (:meth:`Stream.capture`,
+    :meth:`Stream.end_capture`), or both. A graph keeps alive the objects that its
+    work refers to (kernel arguments, host functions, host memory, events), and every
+    :class:`GraphExec` made from it keeps them too.
     """
 
-    __slots__ = ("_context", "_keep", "_pending_capture")
+    __slots__ = ("_bodies", "_context", "_keep", "_pending_capture", "_root", "_session", "_stream")
 
     _kind = "Graph"
 
     _keep: list[Any]
     _context: Context | None
     _pending_capture: bool
+    # While a capture fills this graph: the capturing stream (weakly) and its session.
+    _stream: weakref.ref[Any] | None
+    _session: capture.CaptureSession | None
+    # A conditional node's body: the graph holding the node; and a graph's own bodies.
+    _root: Graph | None
+    _bodies: list[Graph]
 
     def __init__(self, *, context: Context | None = None) -> None:
         ctx = context_arg(context) or current_or_default()
         with ctx._scope():
             h = _cuGraphCreate(0)
         self._pending_capture = False
+        self._keep = []
         self._fill(h, [], ctx)
 
     def _fill(self, h: Any, keep: list[Any], context: Context | None) -> None:
+        # What nodes added to the bodies during the capture keep is merged in.
+        pending = getattr(self, "_keep", None)
+        if pending:
+            keep.extend(pending)
         self._keep = keep
         self._context = context
         self._pending_capture = False
+        self._stream = None
+        self._session = None
+        self._root = None
+        if not hasattr(self, "_bodies"):
+            self._bodies = []
         self._init_handle(
             h,
             release=_drv.cuGraphDestroy,
@@ -84,42 +115,113 @@ class Graph(Handle):
         )
 
     @classmethod
-    def _pending(cls) -> Graph:
+    def _pending(cls, stream: Any) -> Graph:
+        """The graph a ``with stream.capture()`` block fills (its handle comes at the end)."""
+        self = cls._bare(None)
+        self._pending_capture = True
+        self._stream = weakref.ref(stream)
+        self._session = stream._capture
+        return self
+
+    @classmethod
+    def _bare(cls, context: Context | None) -> Graph:
         self = cls.__new__(cls)
         self._h = None
         self._keep = []
-        self._context = None
-        self._pending_capture = True
+        self._context = context
+        self._pending_capture = False
+        self._stream = None
+        self._session = None
+        self._root = None
+        self._bodies = []
         return self
 
     @classmethod
     def _from_handle(cls, h: Any, *, keep: list[Any], context: Context | None) -> Graph:
-        self = cls.__new__(cls)
+        self = cls._bare(context)
         self._fill(h, keep, context)
+        return self
+
+    @classmethod
+    def _body(cls, h: Any, parent: Graph) -> Graph:
+        """A conditional node's body graph, owned by the driver through ``parent``."""
+        self = cls._bare(parent._context)
+        self._root = parent
+        self._init_handle(h, release=None, func="cuGraphDestroy", owned=False, owner=parent)
+        parent._bodies.append(self)
         return self
 
     @classmethod
     def from_handle(cls, handle: Any, owner: Any = None) -> Graph:
         """Wrap a foreign ``CUgraph`` (or int) without owning it."""
         h = handle_arg(handle, _drv.CUgraph, "graph handle")
-        self = cls.__new__(cls)
-        self._keep = []
-        self._context = None
-        self._pending_capture = False
+        self = cls._bare(None)
         self._init_handle(h, release=None, func="cuGraphDestroy", owned=False, owner=owner)
         return self
 
     def close(self) -> None:
         """Destroy the graph (``cuGraphDestroy``); idempotent.
 
-        What the graph kept alive for its captured work is let go; executable graphs
-        made from it keep their own reference to it.
+        What the graph kept alive for its work is let go; executable graphs made from
+        it keep their own reference to it. Its conditional bodies, and their nodes,
+        are closed with it.
         """
+        for body in self._bodies:
+            body.close()
+        self._bodies = []
         super().close()
         self._keep = []
 
+    @property
+    def handle(self) -> Any:
+        """The raw ``CUgraph``, for raw calls (also checks the graph owning a body)."""
+        h = self._h
+        if h is None or not self._live():
+            self._raise_closed()
+        return h
+
+    def _top(self) -> Graph:
+        g = self
+        while g._root is not None:
+            g = g._root
+        return g
+
+    def _capturing_stream(self) -> Any:
+        """The stream whose capture is filling this graph, while it does; else None."""
+        ref = self._stream
+        if ref is None or self._session is None or self._session.closed:
+            return None
+        return ref()
+
+    def _live(self) -> bool:
+        """Whether the graph's nodes may be used: it is open, or a capture is filling it."""
+        top = self._top()
+        if top._h is None and top._capturing_stream() is None:
+            return False
+        return self is top or self._h is not None
+
+    def _pin_target(self) -> Handle:
+        # A body pins the graph that owns it; while a capture fills that graph, the stream.
+        top = self._top()
+        if top._h is None:
+            stream = top._capturing_stream()
+            if stream is None:
+                top._raise_closed()
+            return stream  # type: ignore[no-any-return]
+        return top
+
+    def _adopt(self, kept: list[Any]) -> None:
+        """Keep what a capture into this graph (``capture(into=...)``) refers to."""
+        self._top()._keep.extend(kept)
+
     def _raise_closed(self) -> NoReturn:
+        if self._root is not None:
+            raise ClosedError("Graph is closed: it was a conditional body of a closed graph")
         if getattr(self, "_pending_capture", False):
+            if self._capturing_stream() is None:
+                raise ClosedError(
+                    "Graph is unusable: the capture that was filling it ended without a graph"
+                )
             raise ClosedError(
                 "Graph is still being captured: use it after the `with stream.capture()` "
                 "block has exited"
@@ -216,7 +318,7 @@ class Graph(Handle):
         return GraphExec._new(eh, self)
 
     def _repr_extra(self) -> str:
-        return "captured" if self._keep else ""
+        return "body" if self._root is not None else ""
 
 
 class GraphExec(Handle, _impl.GraphExecCore):
@@ -226,7 +328,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
     touch freed memory, also after the :class:`Graph` is closed.
     """
 
-    __slots__ = ("_context", "_host_records", "_keeps", "_streams")
+    __slots__ = ("_context", "_host_records", "_keeps", "_node_keeps", "_source", "_streams")
 
     _kind = "GraphExec"
 
@@ -234,6 +336,10 @@ class GraphExec(Handle, _impl.GraphExecCore):
     _context: Context | None
     _host_records: list[Any]
     _streams: set[int] | None
+    # The graph it was made from (its nodes are the ones per-node updates name), and
+    # what each updated node's current parameters keep (also listed in _keeps).
+    _source: weakref.ref[Graph]
+    _node_keeps: dict[int, list[Any]]
 
     def __init__(self) -> None:
         raise TypeError("use Graph.instantiate()")
@@ -245,6 +351,8 @@ class GraphExec(Handle, _impl.GraphExecCore):
         self._keeps = keeps
         self._context = graph._context
         self._host_records = _host_records(graph._keep)
+        self._source = weakref.ref(graph)
+        self._node_keeps = {}
         # The streams it was launched on, tracked only when it uses stream-ordered
         # memory: freeing that memory is then ordered after those launches.
         streams: set[int] = set()
@@ -349,8 +457,112 @@ class GraphExec(Handle, _impl.GraphExecCore):
         keeps = self._keeps
         _fence(keeps, self._streams or set())
         keeps[:] = [graph._keep]
+        self._node_keeps.clear()
         self._host_records = _host_records(graph._keep)
         if self._streams is None and _uses_ordered_memory(keeps):
+            self._streams = set()
+
+    # -- per-node updates ------------------------------------------------------------
+    @pinned
+    def set_kernel_args(
+        self,
+        node: GraphNode,
+        *args: Any,
+        grid: Any = None,
+        block: Any = None,
+        shared_mem: int | None = None,
+    ) -> None:
+        """Give a kernel node new arguments (``cuGraphExecKernelNodeSetParams``).
+
+        Later launches of this executable graph use them; the :class:`Graph` is not
+        changed. ``grid``, ``block`` and ``shared_mem`` default to the node's. The node
+        is one of the graph this was made from (added with ``add_kernel``, or found
+        with :meth:`Graph.nodes`); the kernel stays the same. The arguments are kept
+        alive, the previous ones let go (ordered after launches in flight).
+        """
+        with self._node(node) as nh:
+            kernel, g, b, shm = launch_of(node)
+            g = g if grid is None else grid
+            b = b if block is None else block
+            shm = shm if shared_mem is None else shared_mem
+            p, packed, _launch = kernel_params(kernel, g, b, shm, args)
+            _cuGraphExecKernelNodeSetParams(self.handle, nh, p)
+            del packed
+            self._keep_for(nh, (kernel, tuple(a for a in args if not isinstance(a, GraphNode))))
+
+    @pinned
+    def set_memcpy(self, node: GraphNode, dst: Any, src: Any, nbytes: int | None = None) -> None:
+        """Give a copy node new operands (``cuGraphExecMemcpyNodeSetParams``).
+
+        As :meth:`Graph.add_memcpy`; the driver requires the same kinds of memory (and
+        devices) as the node had.
+        """
+        p, keep = memcpy_params(dst, src, nbytes)
+        with self._node(node) as nh:
+            ctx = self._context.handle if self._context is not None else _drv.CUcontext(0)
+            _cuGraphExecMemcpyNodeSetParams(self.handle, nh, p, ctx)
+            self._keep_for(nh, keep)
+
+    @pinned
+    def set_memset(
+        self,
+        node: GraphNode,
+        dst: Any,
+        value: Any,
+        *,
+        width: int | None = None,
+        count: int | None = None,
+    ) -> None:
+        """Give a memset node new parameters (``cuGraphExecMemsetNodeSetParams``).
+
+        As :meth:`Graph.add_memset`; the driver requires the same element width.
+        """
+        p, keep = memset_params(dst, value, width, count)
+        with self._node(node) as nh:
+            ctx = self._context.handle if self._context is not None else _drv.CUcontext(0)
+            _cuGraphExecMemsetNodeSetParams(self.handle, nh, p, ctx)
+            self._keep_for(nh, (keep,) if keep is not None else ())
+
+    @pinned
+    def set_enabled(self, node: GraphNode, enabled: bool) -> None:
+        """Enable or disable a node for later launches (``cuGraphNodeSetEnabled``).
+
+        A disabled node does nothing (as an empty node) but keeps its parameters.
+        Kernel, memcpy and memset nodes can be disabled (the driver's rule).
+        """
+        flag = bool_arg(enabled, "enabled")
+        with self._node(node) as nh:
+            _cuGraphNodeSetEnabled(self.handle, nh, 1 if flag else 0)
+
+    @pinned
+    def is_enabled(self, node: GraphNode) -> bool:
+        """Whether ``node`` runs in later launches (``cuGraphNodeGetEnabled``)."""
+        with self._node(node) as nh:
+            return bool(_cuGraphNodeGetEnabled(self.handle, nh))
+
+    def _node(self, node: Any) -> Any:
+        """``node``'s handle, pinned, after checking it is a node of the source graph."""
+        if not isinstance(node, GraphNode):
+            raise TypeError(f"expected a cudriver.GraphNode, not {type(node).__name__}")
+        source = self._source()
+        if source is None or node._graph._top() is not source:
+            raise ValueError(
+                f"{node!r} is not a node of the graph this executable graph was made from"
+            )
+        return node._pinned()
+
+    def _keep_for(self, nh: Any, objs: tuple[Any, ...]) -> None:
+        """Keep ``objs`` for node ``nh``'s new parameters; let the previous ones go."""
+        new: list[Any] = []
+        capture.hold(new, objs)
+        keeps = self._keeps
+        old = self._node_keeps.pop(int(nh), None)
+        if old is not None:
+            _fence([old], self._streams or set())
+            keeps[:] = [k for k in keeps if k is not old]
+        keeps.append(new)
+        self._node_keeps[int(nh)] = new
+        if self._streams is None and _uses_ordered_memory([new]):
             self._streams = set()
 
     def close(self) -> None:
@@ -362,6 +574,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
         super().close()
         self._host_records = []
         self._keeps = []
+        self._node_keeps = {}
 
     def _repr_extra(self) -> str:
         return ""

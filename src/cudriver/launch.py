@@ -137,6 +137,37 @@ class LaunchConfig:
             set_value(a.value)
             attrs.append(a)
 
+        self._each(add)
+        return attrs
+
+    def node_attributes(self) -> list[tuple[Any, Any]]:
+        """``(CUkernelNodeAttrID, CUkernelNodeAttrValue)`` pairs for a graph kernel node.
+
+        Raises
+        ------
+        ValueError
+            ``programmatic_stream_serialization`` is set: it orders a launch after the
+            previous one on its stream, which a node built explicitly does not have
+            (capture such launches instead, which records the programmatic edge).
+        """
+        if self.programmatic_stream_serialization:
+            raise ValueError(
+                "programmatic_stream_serialization applies to launches on a stream, not "
+                "to nodes added to a graph: launch the kernel with this config inside a "
+                "capture instead"
+            )
+        pairs: list[tuple[Any, Any]] = []
+
+        def add(attr_id: Any, set_value: Callable[[Any], None]) -> None:
+            v = _drv.CUkernelNodeAttrValue()
+            set_value(v)
+            pairs.append((attr_id, v))
+
+        self._each(add)
+        return pairs
+
+    def _each(self, add: Callable[[Any, Callable[[Any], None]], None]) -> None:
+
         cluster = self.cluster
         if cluster is not None:
             assert isinstance(cluster, tuple)
@@ -158,11 +189,10 @@ class LaunchConfig:
         if self.mem_sync_domain is not None:
             dom = _drv.CUlaunchMemSyncDomain(self.mem_sync_domain)
             add(_A.CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, lambda v: setattr(v, "memSyncDomain", dom))
-        return attrs
 
     def names(self) -> list[str]:
         """The names of the attributes this config sets, for error messages."""
-        return [_NAMES[int(a.id)] for a in self.attributes()]
+        return [_NAMES[int(a.id)] for a in self._native_attributes()]
 
 
 LaunchConfig.__module__ = "cudriver"

@@ -611,13 +611,18 @@ class Stream(StreamBase, _impl.StreamCore):
 
     # -- capture --------------------------------------------------------------------------
     @pinned
-    def begin_capture(self, mode: CaptureMode | int | None = None) -> None:
+    def begin_capture(
+        self, mode: CaptureMode | int | None = None, *, into: Graph | None = None
+    ) -> None:
         """Start capturing work on this stream into a graph (``cuStreamBeginCapture``).
 
         Parameters
         ----------
         mode
             A :class:`~cudriver.CaptureMode`; default ``THREAD_LOCAL``.
+        into
+            An existing :class:`~cudriver.Graph` (e.g. a conditional node's body) that
+            the captured work is added to (``cuStreamBeginCaptureToGraph``).
 
         Raises
         ------
@@ -628,14 +633,16 @@ class Stream(StreamBase, _impl.StreamCore):
         if h is None:
             self._raise_closed()
         legacy = self._key in (0, _LEGACY) or self._special == "legacy"
-        session = capture.begin(h, mode, legacy=legacy, previous=self._capture)
+        if into is not None and not isinstance(into, Graph):
+            raise TypeError(f"into must be a cudriver.Graph, not {type(into).__name__}")
+        session = capture.begin(h, mode, legacy=legacy, previous=self._capture, into=into)
         self._capture = session
         session.close_with(self)  # a stream collected mid-capture must not leave it open
 
     def end_capture(self) -> Graph:
         """End the capture and return the captured :class:`~cudriver.Graph`.
 
-        Calls ``cuStreamEndCapture``.
+        Calls ``cuStreamEndCapture``. A capture ``into`` a graph returns that graph.
 
         Raises
         ------
@@ -644,24 +651,19 @@ class Stream(StreamBase, _impl.StreamCore):
             into it was not joined back, or the stream was not capturing. The stream
             is usable afterwards.
         """
+        into = self._capture.into if self._capture is not None else None
         h, keep = self._end_capture()
-        return Graph._from_handle(h, keep=keep, context=self._context)
+        return into or Graph._from_handle(h, keep=keep, context=self._context)
 
     @pinned
     def _end_capture(self) -> tuple[Any, list[Any]]:
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        session, self._capture = self._capture, None
-        try:
-            return capture.end(h, session)
-        finally:
-            if session is not None and not session.closed:
-                self._capture = session  # the driver refused: the capture goes on
+        return capture.end_on(self)
 
     @contextlib.contextmanager
-    def capture(self, mode: CaptureMode | int | None = None) -> Iterator[Graph]:
-        """Capture the block's work on this stream into a graph.
+    def capture(
+        self, mode: CaptureMode | int | None = None, *, into: Graph | None = None
+    ) -> Iterator[Graph]:
+        """Capture the block's work on this stream into a graph (``into``: an existing one).
 
         ::
 
@@ -675,23 +677,16 @@ class Stream(StreamBase, _impl.StreamCore):
         invalidated, a :class:`~cudriver.StreamCaptureError` is raised at exit. In
         every case the stream is usable afterwards.
         """
-        self.begin_capture(mode)
-        graph = Graph._pending()
+        self.begin_capture(mode, into=into)
+        graph = into or Graph._pending(self)
         try:
             yield graph
         except BaseException:
-            self._abort_capture()
+            capture.abort_on(self)
             raise
         h, keep = self._end_capture()
-        graph._fill(h, keep, self._context)
-
-    def _abort_capture(self) -> None:
-        session, self._capture = self._capture, None
-        h = self._h
-        if h is not None:
-            capture.abort(h, session)
-        elif session is not None:
-            session.close()
+        if into is None:
+            graph._fill(h, keep, self._context)
 
     def close(self) -> None:
         """Destroy the stream (``cuStreamDestroy``) for owned streams; idempotent.
@@ -700,7 +695,7 @@ class Stream(StreamBase, _impl.StreamCore):
         Work already enqueued completes; the driver frees the stream afterwards.
         """
         if self._capture is not None:
-            self._abort_capture()
+            capture.abort_on(self)
         super().close()
 
     @property
