@@ -479,10 +479,12 @@ class Context(Handle):
         Then raises :class:`~cudriver.HostCallbackError` if a host function that ran
         on a stream of this context raised and no ``synchronize()`` collected it yet.
         """
-        pin = self._lease()  # see Stream.synchronize
-        with self._scope():
-            _cuCtxSynchronize()
-        del pin
+        st = _handle.pin(self)  # a close() on another thread waits for the call
+        try:
+            with self._scope():
+                _cuCtxSynchronize()
+        finally:
+            _handle.unpin(st)
         if _handle.deferred:
             _handle.drain()
         if _hostfn.PENDING:
