@@ -148,6 +148,58 @@ def test_launches_fall_back_with_the_same_errors(ctx: cu.Context) -> None:
             o.close()
 
 
+@compiled_only
+@pytest.mark.gpu
+def test_configured_launches_run_in_c_with_the_pure_results(
+    ctx: cu.Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    k = load_kernels(ctx, AXPY_KERNEL, "axpy")["axpy"]
+    s = cu.Stream(context=ctx)
+    x = cu.DeviceBuffer.from_array(np.ones(64, np.float32))
+    y = cu.DeviceBuffer.from_array(np.zeros(64, np.float32))
+    closed_stream = cu.Stream(context=ctx)
+    closed_stream.close()
+    cfg = cu.LaunchConfig(priority=0, mem_sync_domain=0)
+    try:
+        k.launch(s, 2, 32, 1.0, x, y, 64)  # learn the layout
+        fallbacks: list[str] = []
+        real, real_plan = cu.Kernel._py_launch, cu.LaunchPlan._py_launch
+
+        def counted(*a: Any, **kw: Any) -> Any:
+            fallbacks.append("launch")
+            return real(*a, **kw)
+
+        def counted_plan(*a: Any, **kw: Any) -> Any:
+            fallbacks.append("plan")
+            return real_plan(*a, **kw)
+
+        monkeypatch.setattr(cu.Kernel, "_py_launch", counted)
+        monkeypatch.setattr(cu.LaunchPlan, "_py_launch", counted_plan)
+        k.launch(s, 2, 32, 2.0, x, y, 64, config=cfg)
+        plan = k.prepare(2, 32, 3.0, x, y, 64, config=cfg)
+        plan.launch(s)
+        s.synchronize()
+        assert fallbacks == []  # both went through cuLaunchKernelEx in C
+        assert (y.copy_to().view(np.float32) == 6.0).all()  # 1 + 2 + 3
+        monkeypatch.undo()
+        cases: list[tuple[Any, dict[str, Any]]] = [
+            ((closed_stream, 2, 32, 1.0, x, y, 64), {"config": cfg}),
+            ((s, 2, 32, 1.0, x, y), {"config": cfg}),
+            ((s, 2, 32, 1.0, x, y, 64), {"config": "cluster"}),
+            ((s, 2, 1 << 20, 1.0, x, y, 64), {"config": cfg}),  # refused by the driver
+        ]
+        if ctx.device.compute_capability >= (9, 0):
+            cases.append(((s, 3, 32, 1.0, x, y, 64), {"config": cu.LaunchConfig(cluster=2)}))
+        for args, kw in cases:
+            _same(cu.Kernel.launch, cu.Kernel._py_launch, k, *args, **kw)
+        for st in (closed_stream, "stream"):
+            _same(cu.LaunchPlan.launch, cu.LaunchPlan._py_launch, plan, st)
+        s.synchronize()
+    finally:
+        for o in (x, y, s):
+            o.close()
+
+
 _BUFFER_FIELDS = (
     "_nbytes",
     "_context",

@@ -40,12 +40,29 @@ ctypedef CUresult (*f_free)(uint64_t) noexcept nogil
 ctypedef CUresult (*f_alloc_async)(uint64_t*, size_t, void*) noexcept nogil
 ctypedef CUresult (*f_free_async)(uint64_t, void*) noexcept nogil
 
+# CUlaunchConfig (driver ABI since CUDA 11.8); its attributes are a C array of
+# CUlaunchAttribute (72 bytes each: the id, padding, a 64-byte value), built once per
+# LaunchConfig in Python (LaunchConfig._c_attributes) and read here in place.
+ctypedef struct LaunchCfg:
+    unsigned int gridDimX
+    unsigned int gridDimY
+    unsigned int gridDimZ
+    unsigned int blockDimX
+    unsigned int blockDimY
+    unsigned int blockDimZ
+    unsigned int sharedMemBytes
+    void* hStream
+    void* attrs
+    unsigned int numAttrs
+ctypedef CUresult (*f_launch_ex)(const LaunchCfg*, void*, void**, void**) noexcept nogil
+
 cdef enum:
     SUCCESS = 0
     NOT_READY = 600
     MAX_PARAM_BYTES = 4096
     MAX_PARAMS = 512
     MAX_PARAM_WORDS = 512  # MAX_PARAM_BYTES / 8
+    LAUNCH_ATTR_BYTES = 72  # sizeof(CUlaunchAttribute)
 
 # The default of wait_value32's cond (WaitCondition.GEQ, told apart from an explicit one).
 cdef object _GEQ_DEFAULT = object()
@@ -59,6 +76,7 @@ cdef f_pp p_event_record = NULL
 cdef f_p p_event_query = NULL
 cdef f_p p_event_sync = NULL
 cdef f_launch p_launch = NULL
+cdef f_launch_ex p_launch_ex = NULL
 cdef f_pp p_graph_launch = NULL
 cdef f_pp p_graph_upload = NULL
 cdef f_value32 p_write32 = NULL
@@ -92,7 +110,7 @@ cdef uintptr_t _proc(object drv, str name, int flags) except? 0:
 cdef int _load() except -1:
     """Look the entry points up (once, after the driver was initialised)."""
     global _loaded, p_stream_query, p_stream_sync, p_stream_wait_event, p_event_record
-    global p_event_query, p_event_sync, p_launch, p_graph_launch, p_graph_upload
+    global p_event_query, p_event_sync, p_launch, p_launch_ex, p_graph_launch, p_graph_upload
     global p_write32, p_wait32, p_write64, p_wait64, p_is_capturing, p_launch_host_func
     global p_ctx_get_current, p_ctx_push, p_ctx_pop, p_mem_alloc, p_mem_free
     global p_mem_alloc_async, p_mem_free_async
@@ -107,6 +125,7 @@ cdef int _load() except -1:
     p_event_query = <f_p>_proc(drv, "cuEventQuery", flags)
     p_event_sync = <f_p>_proc(drv, "cuEventSynchronize", flags)
     p_launch = <f_launch>_proc(drv, "cuLaunchKernel", flags)
+    p_launch_ex = <f_launch_ex>_proc(drv, "cuLaunchKernelEx", flags)
     p_graph_launch = <f_pp>_proc(drv, "cuGraphLaunch", flags)
     p_graph_upload = <f_pp>_proc(drv, "cuGraphUpload", flags)
     p_write32 = <f_value32>_proc(drv, "cuStreamWriteValue32", flags)
@@ -149,6 +168,7 @@ cdef object _leave = None          # errors.GUARD.leave_host_function
 cdef object _trampoline_failed = None  # _hostfn._trampoline_failed
 cdef object _DeviceMemory = None     # _coerce.DeviceMemory
 cdef object _WaitCondition = None    # _enums.WaitCondition
+cdef object _LaunchConfig = None     # launch.LaunchConfig
 cdef object _ATTR_64 = None          # DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS, as an int
 cdef dict _ADOPTED = None          # device._adopted
 cdef object _OWNED = None          # device._owned (weak values)
@@ -164,8 +184,11 @@ def configure():
     global _collected, _unpinned, _PENDING, _after_sync, _EAGER, _KEYS, _Record, _run_host
     global _trampoline_failed, _DeviceMemory, _WaitCondition, _store, _enter, _leave
     global _ADOPTED, _OWNED, _LEGACY, _CUdeviceptr, _free_async_py, _SUCCESS_TUPLE, _ATTR_64
+    global _LaunchConfig
     from cuda.bindings import driver as drv
     from cudriver import _coerce, _enums, _handle, _hostfn, capture, device, errors, memory
+    from cudriver import launch
+    _LaunchConfig = launch.LaunchConfig
     _drv = drv
     _CUresult = drv.CUresult
     _GUARD = errors.GUARD
@@ -810,7 +833,11 @@ cdef class KernelCore(HandleRoot):
         cdef void** params = NULL
         cdef int packed = 1
         cdef Py_ssize_t n
-        if (not _fast() or self._h is None or p_launch == NULL or _ACTIVE or config is not None
+        cdef object attrs = None
+        if config is not None:
+            attrs = _config_attrs(config)
+        if (not _fast() or self._h is None or p_launch == NULL or _ACTIVE
+                or (config is not None and (attrs is None or p_launch_ex == NULL))
                 or type(shared_mem) is not int or not 0 <= shared_mem <= 4294967295
                 or not _dim3(grid, g) or not _dim3(block, b) or not _int_stream(stream, &s)):
             return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
@@ -833,17 +860,52 @@ cdef class KernelCore(HandleRoot):
         m = self._module
         pin = _pin(m) if m is not None else None
         pin2 = _pin(stream) if s else None
-        with nogil:
-            st = p_launch(f, g[0], g[1], g[2], b[0], b[1], b[2], shmem, <void*>s, params, NULL)
+        if attrs:
+            st = _launch_ex(f, g, b, shmem, s, params, <bytes>attrs)
+        else:
+            with nogil:
+                st = p_launch(f, g[0], g[1], g[2], b[0], b[1], b[2], shmem, <void*>s, params, NULL)
         _unpin(pin2)
         _unpin(pin)
         if st != SUCCESS:
-            raise self._launch_error(_code(st), (g[0], g[1], g[2]), (b[0], b[1], b[2]), shmem)
+            raise self._launch_error(
+                _code(st), (g[0], g[1], g[2]), (b[0], b[1], b[2]), shmem, config if attrs else None
+            )
         if packed == 2:
             key = <object>s
             for a in args:
                 if isinstance(a, _DeviceMemory):
                     a._note_use(key)
+
+
+cdef object _config_attrs(config):
+    """A LaunchConfig's C attribute array (empty: none set), or None for another type."""
+    if type(config) is not _LaunchConfig:
+        return None
+    c = config.__dict__.get("_cattrs")
+    if c is None:
+        c = config._c_attributes()
+    return c
+
+
+cdef CUresult _launch_ex(void* f, unsigned int* g, unsigned int* b, unsigned int shmem,
+                         uintptr_t s, void** params, bytes attrs):
+    """``cuLaunchKernelEx`` with the attributes ``attrs`` (the GIL released around it)."""
+    cdef LaunchCfg cfg
+    cdef CUresult st
+    cfg.gridDimX = g[0]
+    cfg.gridDimY = g[1]
+    cfg.gridDimZ = g[2]
+    cfg.blockDimX = b[0]
+    cfg.blockDimY = b[1]
+    cfg.blockDimZ = b[2]
+    cfg.sharedMemBytes = shmem
+    cfg.hStream = <void*>s
+    cfg.attrs = <void*><char*>attrs
+    cfg.numAttrs = <unsigned int>(len(attrs) // LAUNCH_ATTR_BYTES)
+    with nogil:
+        st = p_launch_ex(&cfg, f, params, NULL)
+    return st
 
 
 cdef object _code(CUresult status):
@@ -866,10 +928,11 @@ cdef class PlanCore:
     cdef void** _c_params
     cdef unsigned int _c_dims[6]
     cdef unsigned int _c_shmem
-    cdef bint _c_plain  # no launch attributes: cuLaunchKernel (else the pure path's Ex)
+    # The launch attributes as a C array (LaunchConfig._c_attributes); empty: cuLaunchKernel.
+    cdef bytes _c_attrs
 
-    def _core_set(self, kernel, func, grid, block, shmem, params, used, plain=True):
-        self._c_plain = plain
+    def _core_set(self, kernel, func, grid, block, shmem, params, used, attrs=b""):
+        self._c_attrs = attrs
         self._c_kernel = kernel
         self._c_used = tuple(used)
         self._c_func = <void*><uintptr_t>func
@@ -887,18 +950,22 @@ cdef class PlanCore:
         cdef unsigned int* d = self._c_dims
         cdef unsigned int shmem = self._c_shmem
         k = self._c_kernel
+        attrs = self._c_attrs
         if (not _fast() or k is None or (<HandleRoot>k)._h is None or p_launch == NULL
-                or _ACTIVE or not self._c_plain or not _int_stream(stream, &s)):
+                or _ACTIVE or (attrs and p_launch_ex == NULL) or not _int_stream(stream, &s)):
             return self._py_launch(stream)
         m = k._module
         pin = _pin(m) if m is not None else None
         pin2 = _pin(stream) if s else None
-        with nogil:
-            st = p_launch(f, d[0], d[1], d[2], d[3], d[4], d[5], shmem, <void*>s, params, NULL)
+        if attrs:
+            st = _launch_ex(f, d, d + 3, shmem, s, params, attrs)
+        else:
+            with nogil:
+                st = p_launch(f, d[0], d[1], d[2], d[3], d[4], d[5], shmem, <void*>s, params, NULL)
         _unpin(pin2)
         _unpin(pin)
         if st != SUCCESS:
-            raise k._launch_error(_code(st), self.grid, self.block, shmem)
+            raise k._launch_error(_code(st), self.grid, self.block, shmem, self._config)
         used = self._c_used
         if used:
             key = <object>s

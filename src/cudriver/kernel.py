@@ -645,9 +645,8 @@ class LaunchPlan(_impl.PlanCore):
         k = self._kernel
         grid = (self._gx, self._gy, self._gz)
         block = (self._bx, self._by, self._bz)
-        self._core_set(
-            k, k._key, grid, block, self._shmem, self._params, self._used, self._config is None
-        )
+        attrs = self._config._c_attributes() if self._config is not None else b""
+        self._core_set(k, k._key, grid, block, self._shmem, self._params, self._used, attrs)
 
     def launch(self, stream: StreamLike) -> None:
         """Launch on ``stream`` (``cuLaunchKernel``) with the packed arguments.

@@ -10,6 +10,7 @@ driver calls live here.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 _A = _drv.CUlaunchAttributeID
+#: sizeof(CUlaunchAttribute): the id, padding to 8 bytes, a 64-byte value.
+_ATTR_BYTES = 72
 _R = _drv.CUresult
 _cuLaunchKernelEx = _drv.cuLaunchKernelEx
 
@@ -127,6 +130,20 @@ class LaunchConfig:
             attrs = self._build()
             object.__setattr__(self, "_attrs", attrs)
         return attrs
+
+    def _c_attributes(self) -> bytes:
+        """The attributes as a C ``CUlaunchAttribute[]`` array, for the compiled core.
+
+        Built once (72 bytes per attribute, copied out of the bindings' structs); empty
+        when the config sets none.
+        """
+        c: bytes | None = self.__dict__.get("_cattrs")
+        if c is None:
+            c = b"".join(
+                ctypes.string_at(a.getPtr(), _ATTR_BYTES) for a in self._native_attributes()
+            )
+            object.__setattr__(self, "_cattrs", c)
+        return c
 
     def _build(self) -> list[Any]:
         attrs: list[Any] = []
