@@ -11,6 +11,7 @@ import pytest
 import cudriver as cu
 
 from ._support import load_kernels
+from .test_safety import run_isolated
 
 SOURCE = r"""
 // NVRTC has the type but does not declare the device-side setter: declare it.
@@ -423,3 +424,121 @@ class TestConditionals:
             with stream.capture() as g2:
                 g2.add_empty(after=[])
         stream.synchronize()  # the stream is usable afterwards
+
+
+@pytest.mark.gpu
+def test_closing_a_graph_while_other_threads_build_and_update_it_does_not_crash() -> None:
+    # Every node method pins the graph (a body: the graph owning it) for its driver
+    # calls, so a close() on another thread waits for them; users see only ClosedError.
+    run_isolated(
+        """
+        ctx = make_current()
+        (k,) = kernels("fill")
+        buf = cu.DeviceBuffer(64)
+
+        def generation():
+            g = cu.Graph()
+            first = g.add_kernel(k, 1, 1, buf, np.uint32(1), 1)
+            cond = g.conditional_handle(default=0)
+            node = g.add_if(cond, after=first)
+            return dict(g=g, first=first, body=node.body, exe=g.instantiate())
+
+        box = generation()
+        calls = [0]
+
+        def user(stop):
+            ctx.set_current()
+            while not stop.is_set():
+                b = box
+                g, first, body, exe = b["g"], b["first"], b["body"], b["exe"]
+                ops = (
+                    lambda: g.add_empty(after=first),
+                    lambda: g.add_kernel(k, 1, 1, buf, np.uint32(2), 1),
+                    lambda: g.add_memset(buf, 0, width=4),
+                    lambda: body.add_kernel(k, 1, 1, buf, np.uint32(3), 1),
+                    g.nodes,
+                    lambda: first.type,
+                    lambda: first.dependents,
+                    lambda: exe.set_kernel_args(first, buf, np.uint32(4), 1),
+                    lambda: exe.set_enabled(first, True),
+                    lambda: g.num_nodes,
+                )
+                for op in ops:
+                    try:
+                        op()
+                    except cu.ClosedError:
+                        pass
+                    calls[0] += 1
+
+        def closer(stop):
+            global box
+            ctx.set_current()
+            while not stop.is_set():
+                old, box = box, generation()
+                old["g"].close()
+                old["exe"].close()
+                del old
+
+        run_threads([user, user, user, closer])
+        assert calls[0] > 1000, calls
+        ctx.synchronize()
+        print("calls", calls[0])
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_instantiate_flags(ctx: cu.Context, stream: cu.Stream, k: dict[str, cu.Kernel]) -> None:
+    x = _x(6)
+    buf = cu.DeviceBuffer.from_array(x)
+    g = cu.Graph()
+    tmp = g.add_alloc(4 * N)  # never freed by the graph
+    g.add_kernel(k["fill_f"], GRID, BLOCK, tmp, np.float32(1.0), N, after=tmp)
+    exe = g.instantiate(auto_free_on_launch=True)
+    for _ in range(3):  # each launch frees what the previous one left allocated
+        exe.launch(stream)
+    stream.synchronize()
+    exe.close()
+    g.close()
+
+    plain = cu.Graph()
+    plain.add_kernel(k["scale"], GRID, BLOCK, buf, np.float32(2.0), N)
+    dev = plain.instantiate(device_launch=True, upload_stream=stream)
+    dev.launch(stream)
+    stream.synchronize()
+    np.testing.assert_allclose(buf.copy_to().view(np.float32), 2.0 * x, rtol=1e-6)
+
+
+@pytest.mark.gpu
+def test_a_host_node_in_a_body_is_added_or_refused_cleanly(
+    ctx: cu.Context, stream: cu.Stream
+) -> None:
+    from cudriver import _hostfn
+
+    ran: list[str] = []
+    g = cu.Graph()
+    node = g.add_while(g.conditional_handle(default=0))
+    before = _hostfn.registry_size()
+    # Drivers differ on host nodes in conditional bodies: refused when added, refused
+    # when instantiated, or accepted. Each must be clean.
+    try:
+        node.body.add_host_func(ran.append, "never")
+    except cu.CudaError:
+        gc.collect()
+        assert _hostfn.registry_size() == before  # the refused node's record is gone
+    else:
+        assert _hostfn.registry_size() == before + 1
+        try:
+            exe = g.instantiate()
+        except cu.CudaError:
+            pass
+        else:
+            exe.launch(stream)  # the condition is 0: the body never runs
+            stream.synchronize()
+            assert ran == []
+    g.close()
+    with pytest.raises(cu.ClosedError, match="conditional body"):
+        node.body.add_empty()
+    with pytest.raises(cu.ClosedError):
+        _ = node.body.handle

@@ -5,8 +5,10 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
+import threading
 import weakref
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 from cuda.bindings import driver as _drv
 
@@ -50,6 +52,28 @@ _cuGraphNodeSetEnabled = checked(_drv.cuGraphNodeSetEnabled)
 _cuGraphNodeGetEnabled = checked(_drv.cuGraphNodeGetEnabled)
 _F = _drv.CUgraphInstantiate_flags
 
+_S = TypeVar("_S", "Graph", "GraphExec")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _serialized(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
+    """Run the method under the object's lock (a graph: its top-level graph's).
+
+    The driver does not synchronise graph and executable-graph objects: calls using the
+    same one from several threads must be serialised by the caller. cudriver does it for
+    every method but ``GraphExec.launch`` and ``upload`` (the hot paths; launching one
+    executable graph from several threads at once is the user's to order).
+    """
+
+    @functools.wraps(method)
+    def call(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._serial():
+            return method(self, *args, **kwargs)
+
+    return call
+
+
 _UPDATE_REASONS = {
     1: "the update failed for an unexpected reason",
     2: "the graph's topology changed (nodes or edges added or removed)",
@@ -72,7 +96,16 @@ class Graph(Handle, GraphBuilder):
     :class:`GraphExec` made from it keeps them too.
     """
 
-    __slots__ = ("_bodies", "_context", "_keep", "_pending_capture", "_root", "_session", "_stream")
+    __slots__ = (
+        "_bodies",
+        "_context",
+        "_keep",
+        "_lock",
+        "_pending_capture",
+        "_root",
+        "_session",
+        "_stream",
+    )
 
     _kind = "Graph"
 
@@ -85,6 +118,8 @@ class Graph(Handle, GraphBuilder):
     # A conditional node's body: the graph holding the node; and a graph's own bodies.
     _root: Graph | None
     _bodies: list[Graph]
+    # Serialises the driver calls using this graph and its bodies (see _serialized).
+    _lock: threading.RLock
 
     def __init__(self, *, context: Context | None = None) -> None:
         ctx = context_arg(context) or current_or_default()
@@ -92,6 +127,7 @@ class Graph(Handle, GraphBuilder):
             h = _cuGraphCreate(0)
         self._pending_capture = False
         self._keep = []
+        self._lock = threading.RLock()
         self._fill(h, [], ctx)
 
     def _fill(self, h: Any, keep: list[Any], context: Context | None) -> None:
@@ -134,6 +170,7 @@ class Graph(Handle, GraphBuilder):
         self._session = None
         self._root = None
         self._bodies = []
+        self._lock = threading.RLock()
         return self
 
     @classmethod
@@ -180,6 +217,9 @@ class Graph(Handle, GraphBuilder):
             self._raise_closed()
         return h
 
+    def _serial(self) -> threading.RLock:
+        return self._top()._lock
+
     def _top(self) -> Graph:
         g = self
         while g._root is not None:
@@ -206,7 +246,7 @@ class Graph(Handle, GraphBuilder):
         if top._h is None:
             stream = top._capturing_stream()
             if stream is None:
-                top._raise_closed()
+                self._raise_closed()
             return stream  # type: ignore[no-any-return]
         return top
 
@@ -230,18 +270,21 @@ class Graph(Handle, GraphBuilder):
 
     @property
     @pinned
+    @_serialized
     def num_nodes(self) -> int:
         """Number of nodes (``cuGraphGetNodes``)."""
         _nodes, n = _cuGraphGetNodes(self.handle, 0)
         return int(n)
 
     @pinned
+    @_serialized
     def clone(self) -> Graph:
         """A copy of the graph (``cuGraphClone``) that keeps the same objects alive."""
         h = _cuGraphClone(self.handle)
         return Graph._from_handle(h, keep=list(self._keep), context=self._context)
 
     @pinned
+    @_serialized
     def to_dot(self, path: str | os.PathLike[str] | None = None, *, verbose: bool = False) -> str:
         """The graph in DOT format (``cuGraphDebugDotPrint``); also written to ``path``.
 
@@ -264,6 +307,7 @@ class Graph(Handle, GraphBuilder):
             os.unlink(tmp)
 
     @pinned
+    @_serialized
     def instantiate(
         self,
         *,
@@ -328,7 +372,15 @@ class GraphExec(Handle, _impl.GraphExecCore):
     touch freed memory, also after the :class:`Graph` is closed.
     """
 
-    __slots__ = ("_context", "_host_records", "_keeps", "_node_keeps", "_source", "_streams")
+    __slots__ = (
+        "_context",
+        "_host_records",
+        "_keeps",
+        "_lock",
+        "_node_keeps",
+        "_source",
+        "_streams",
+    )
 
     _kind = "GraphExec"
 
@@ -340,6 +392,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
     # what each updated node's current parameters keep (also listed in _keeps).
     _source: weakref.ref[Graph]
     _node_keeps: dict[int, list[Any]]
+    _lock: threading.Lock
 
     def __init__(self) -> None:
         raise TypeError("use Graph.instantiate()")
@@ -353,6 +406,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
         self._host_records = _host_records(graph._keep)
         self._source = weakref.ref(graph)
         self._node_keeps = {}
+        self._lock = threading.Lock()
         # The streams it was launched on, tracked only when it uses stream-ordered
         # memory: freeing that memory is then ordered after those launches.
         streams: set[int] = set()
@@ -419,6 +473,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
         _cuGraphUpload(self.handle, stream_handle(stream))
 
     @pinned
+    @_serialized
     def update(self, graph: Graph) -> None:
         """Update this executable graph in place from ``graph`` (``cuGraphExecUpdate``).
 
@@ -435,8 +490,8 @@ class GraphExec(Handle, _impl.GraphExecCore):
         h = self.handle
         if not isinstance(graph, Graph):
             raise TypeError(f"update() takes a cudriver.Graph, not {type(graph).__name__}")
-        gh = graph.handle
-        status, info = _bindings.graph_exec_update(h, gh)
+        with graph._serial():
+            status, info = _bindings.graph_exec_update(h, graph.handle)
         if status is not SUCCESS:
             if info is None:
                 raise error_for(status, _drv.cuGraphExecUpdate)
@@ -464,6 +519,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
 
     # -- per-node updates ------------------------------------------------------------
     @pinned
+    @_serialized
     def set_kernel_args(
         self,
         node: GraphNode,
@@ -491,6 +547,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
             self._keep_for(nh, (kernel, tuple(a for a in args if not isinstance(a, GraphNode))))
 
     @pinned
+    @_serialized
     def set_memcpy(self, node: GraphNode, dst: Any, src: Any, nbytes: int | None = None) -> None:
         """Give a copy node new operands (``cuGraphExecMemcpyNodeSetParams``).
 
@@ -504,6 +561,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
             self._keep_for(nh, keep)
 
     @pinned
+    @_serialized
     def set_memset(
         self,
         node: GraphNode,
@@ -524,6 +582,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
             self._keep_for(nh, (keep,) if keep is not None else ())
 
     @pinned
+    @_serialized
     def set_enabled(self, node: GraphNode, enabled: bool) -> None:
         """Enable or disable a node for later launches (``cuGraphNodeSetEnabled``).
 
@@ -535,10 +594,14 @@ class GraphExec(Handle, _impl.GraphExecCore):
             _cuGraphNodeSetEnabled(self.handle, nh, 1 if flag else 0)
 
     @pinned
+    @_serialized
     def is_enabled(self, node: GraphNode) -> bool:
         """Whether ``node`` runs in later launches (``cuGraphNodeGetEnabled``)."""
         with self._node(node) as nh:
             return bool(_cuGraphNodeGetEnabled(self.handle, nh))
+
+    def _serial(self) -> threading.Lock:
+        return self._lock
 
     def _node(self, node: Any) -> Any:
         """``node``'s handle, pinned, after checking it is a node of the source graph."""

@@ -131,30 +131,39 @@ def _deps(graph: Graph, after: Any) -> list[Any]:
 
 @contextlib.contextmanager
 def _adding(graph: Graph, after: Any, *objs: Any) -> Iterator[_Site]:
-    """Pin what the new node touches and say where it goes (see the module docstring)."""
+    """Pin what the new node touches and say where it goes (see the module docstring).
+
+    Holds the top-level graph's lock meanwhile: the driver does not synchronise graph
+    objects (see ``graph._serialized``).
+    """
     top = graph._top()
-    stream = top._capturing_stream()
-    # A graph a capture is filling has no handle of its own yet: pin the stream.
-    states = _handle.pin_all(stream if graph is top and stream is not None else graph, *objs)
-    try:
-        if stream is None:
-            site = _Site(graph, graph._h, _deps(graph, after), None, top._context)
-        elif graph is not top:  # a conditional body while the capture goes on
-            _active_capture(top, stream._h)
-            site = _Site(graph, graph._h, _deps(graph, after), None, stream._context)
-        else:
-            if after is not None:
-                raise ValueError(
-                    "after= is for graphs built node by node: inside a capture a node goes "
-                    "after the work captured so far on the stream"
-                )
-            ci = _active_capture(top, stream._h)
-            site = _Site(graph, ci.graph, ci.dependencies, stream._h, stream._context)
-        ctx = site.ctx
-        with ctx._scope() if ctx is not None else contextlib.nullcontext():
-            yield site
-    finally:
-        _handle.unpin_all(states)
+    with top._lock:
+        stream = top._capturing_stream()
+        # A graph a capture is filling has no handle of its own yet: pin the stream.
+        target = stream if graph is top and stream is not None else graph
+        states = _handle.pin_all(target, *objs)
+        try:
+            site = _site(graph, top, stream, after)
+            ctx = site.ctx
+            with ctx._scope() if ctx is not None else contextlib.nullcontext():
+                yield site
+        finally:
+            _handle.unpin_all(states)
+
+
+def _site(graph: Graph, top: Graph, stream: Any, after: Any) -> _Site:
+    if stream is None:
+        return _Site(graph, graph._h, _deps(graph, after), None, top._context)
+    if graph is not top:  # a conditional body while the capture goes on
+        _active_capture(top, stream._h)
+        return _Site(graph, graph._h, _deps(graph, after), None, stream._context)
+    if after is not None:
+        raise ValueError(
+            "after= is for graphs built node by node: inside a capture a node goes "
+            "after the work captured so far on the stream"
+        )
+    ci = _active_capture(top, stream._h)
+    return _Site(graph, ci.graph, ci.dependencies, stream._h, stream._context)
 
 
 def _active_capture(top: Graph, stream_h: Any) -> _bindings.CaptureInfo:
@@ -192,6 +201,7 @@ class GraphBuilder:
         _stream: weakref.ref[Any] | None
 
         def _top(self) -> Graph: ...
+        def _serial(self) -> Any: ...
         def _live(self) -> bool: ...
         def _raise_closed(self) -> NoReturn: ...
         def _capturing_stream(self) -> Any: ...

@@ -132,13 +132,14 @@ class GraphNode:
 
     @contextlib.contextmanager
     def _pinned(self) -> Iterator[Any]:
-        """The node's handle, with its graph pinned (see ``_handle.pin``) meanwhile."""
-        st = _handle.pin(self._graph) if self._graph._h is not None else None
-        try:
-            yield self.handle
-        finally:
-            if st is not None:
-                _handle.unpin(st)
+        """The node's handle, with its graph pinned (see ``_handle.pin``) and locked."""
+        with self._graph._serial():
+            st = _handle.pin(self._graph) if self._graph._h is not None else None
+            try:
+                yield self.handle
+            finally:
+                if st is not None:
+                    _handle.unpin(st)
 
     def __int__(self) -> int:
         return int(self._h)
