@@ -89,8 +89,8 @@ _UPDATE_REASONS = {
 class Graph(Handle, GraphBuilder):
     """A CUDA graph (``cuGraphCreate``; ``cuGraphDestroy`` on close).
 
-    Made empty with ``Graph()`` and built node by node (the ``add_*`` methods, see
-    :class:`~cudriver.graphbuild.GraphBuilder`), or by capture (:meth:`Stream.capture`,
+    Made empty with ``Graph()`` and built node by node (the ``add_*`` methods), or by
+    capture (:meth:`Stream.capture`,
     :meth:`Stream.end_capture`), or both. A graph keeps alive the objects that its
     work refers to (kernel arguments, host functions, host memory, events), and every
     :class:`GraphExec` made from it keeps them too.

@@ -173,7 +173,11 @@ class ConditionalNode(GraphNode):
 
     @property
     def bodies(self) -> tuple[Graph, ...]:
-        """The body graphs: for IF, ``(then,)`` or ``(then, else)``; for SWITCH, one per case."""
+        """The body graphs.
+
+        For IF, ``(then,)`` or ``(then, else)``; for WHILE, the loop; for SWITCH, one per
+        case.
+        """
         return self._bodies
 
     @property
