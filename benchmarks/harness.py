@@ -91,6 +91,8 @@ OPS: tuple[Op, ...] = (
     Op("wait_value32", "wait_value32 (already satisfied)", "ns", 10_000, True),
     Op("alloc_free", "DeviceBuffer alloc+free", "ns", 1_000, True),
     Op("alloc_free_async", "DeviceBuffer alloc+free, stream-ordered", "ns", 2_000, True),
+    Op("pool_alloc_free", "alloc+free from a pool keeping freed memory", "ns", 2_000, True),
+    Op("pool_cycle_sync", "alloc+free+synchronize, 1 MiB", "ns", 1_000, False),
 )
 OP_NAMES: tuple[str, ...] = tuple(op.name for op in OPS)
 OPS_BY_NAME = {op.name: op for op in OPS}

@@ -187,6 +187,23 @@ class CudaCorePeer(Peer):
 
         return Bench(run, self.sync, "1 MiB, dev.allocate(n, stream=s).close(s)")
 
+    def op_pool_alloc_free(self) -> Bench:
+        raise Unavailable("cuda.core's allocate row above is its pooled allocation")
+
+    def op_pool_cycle_sync(self) -> Bench:
+        allocate, s = self.dev.allocate, self.stream
+        sync = s.sync
+
+        def run(n: int) -> float:
+            rng = range(n)
+            t0 = clock()
+            for _ in rng:
+                allocate(ALLOC_BYTES, stream=s).close(s)
+                sync()
+            return (clock() - t0) / n
+
+        return Bench(run, self.sync, "dev.allocate(n, stream=s).close(s), then s.sync()")
+
     def recover(self) -> None:
         try:
             self.stream.sync()

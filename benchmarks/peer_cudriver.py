@@ -195,6 +195,37 @@ class CudriverPeer(Peer):
 
         return Bench(run, self.sync, "1 MiB, DeviceBuffer(n, stream=s).close()")
 
+    def _pool(self) -> cu.MemoryPool:
+        pool = cu.MemoryPool(release_threshold=cu.KEEP_ALL)
+        self._keep.append(pool)
+        return pool
+
+    def op_pool_alloc_free(self) -> Bench:
+        device_buffer, s, pool = cu.DeviceBuffer, self.stream, self._pool()
+
+        def run(n: int) -> float:
+            rng = range(n)
+            t0 = clock()
+            for _ in rng:
+                device_buffer(ALLOC_BYTES, stream=s, pool=pool).close()
+            return (clock() - t0) / n
+
+        return Bench(run, self.sync, "1 MiB, DeviceBuffer(n, stream=s, pool=pool).close()")
+
+    def op_pool_cycle_sync(self) -> Bench:
+        device_buffer, s, pool = cu.DeviceBuffer, self.stream, self._pool()
+        sync = s.synchronize
+
+        def run(n: int) -> float:
+            rng = range(n)
+            t0 = clock()
+            for _ in rng:
+                device_buffer(ALLOC_BYTES, stream=s, pool=pool).close()
+                sync()
+            return (clock() - t0) / n
+
+        return Bench(run, self.sync, "a MemoryPool (KEEP_ALL threshold), then stream.synchronize()")
+
     def recover(self) -> None:
         try:
             if self.stream.is_capturing:

@@ -214,6 +214,24 @@ class CupyPeer(Peer):
 
         return Bench(run, self.sync, "1 MiB, cupy.cuda.runtime.mallocAsync + freeAsync")
 
+    def op_pool_alloc_free(self) -> Bench:
+        raise Unavailable("CuPy allocates from the device's current pool (the row above)")
+
+    def op_pool_cycle_sync(self) -> Bench:
+        rt = self.cp.cuda.runtime
+        malloc, free, sp = rt.mallocAsync, rt.freeAsync, self.stream.ptr
+        sync = self.stream.synchronize
+
+        def run(n: int) -> float:
+            rng = range(n)
+            t0 = clock()
+            for _ in rng:
+                free(malloc(ALLOC_BYTES, sp), sp)
+                sync()
+            return (clock() - t0) / n
+
+        return Bench(run, self.sync, "runtime.mallocAsync + freeAsync, then synchronize")
+
     def recover(self) -> None:
         try:
             if self.stream.is_capturing():

@@ -83,6 +83,7 @@ class RawPeer(Peer):
         self._fns: dict[str, Any] = {}
         self._x: Any = None
         self._allocs: list[Any] = []
+        self._pools: list[Any] = []
         self._graphs: list[tuple[Any, Any]] = []
         self._events: list[Any] = []
         self._keep: list[Any] = []
@@ -344,6 +345,55 @@ class RawPeer(Peer):
 
         return Bench(run, self.sync, "1 MiB, cuMemAllocAsync + cuMemFreeAsync")
 
+    def _pool(self) -> Any:
+        d = self.drv
+        props = d.CUmemPoolProps()
+        props.allocType = d.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        props.location.type = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        props.location.id = self.ordinal
+        pool = cu.check(d.cuMemPoolCreate(props), "cuMemPoolCreate")
+        keep_all = d.cuuint64_t((1 << 64) - 1)
+        attr = d.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+        cu.check(d.cuMemPoolSetAttribute(pool, attr, keep_all), "cuMemPoolSetAttribute")
+        self._pools.append(pool)
+        return pool
+
+    def op_pool_alloc_free(self) -> Bench:
+        alloc, free = self.drv.cuMemAllocFromPoolAsync, self.drv.cuMemFreeAsync
+        h, pool = self.h, self._pool()
+
+        def run(n: int) -> float:
+            rng = range(n)
+            t0 = clock()
+            for _ in rng:
+                r = alloc(ALLOC_BYTES, pool, h)
+                free(r[1], h)
+            dt = clock() - t0
+            cu.check(r, "cuMemAllocFromPoolAsync")
+            return dt / n
+
+        return Bench(run, self.sync, "1 MiB, cuMemAllocFromPoolAsync + cuMemFreeAsync")
+
+    def op_pool_cycle_sync(self) -> Bench:
+        d = self.drv
+        alloc, free, sync = d.cuMemAllocAsync, d.cuMemFreeAsync, d.cuStreamSynchronize
+        h = self.h
+
+        def run(n: int) -> float:
+            rng = range(n)
+            t0 = clock()
+            for _ in rng:
+                r = alloc(ALLOC_BYTES, h)
+                free(r[1], h)
+                sync(h)
+            dt = clock() - t0
+            cu.check(r, "cuMemAllocAsync")
+            return dt / n
+
+        return Bench(
+            run, self.sync, "cuMemAllocAsync on the device's pool (driver default threshold 0)"
+        )
+
     def recover(self) -> None:
         d = self.drv
         try:
@@ -371,6 +421,8 @@ class RawPeer(Peer):
                 d.cuEventDestroy(ev)
             for p in self._allocs:
                 d.cuMemFree(p)
+            for pool in self._pools:
+                d.cuMemPoolDestroy(pool)
             if self._mod is not None:
                 d.cuModuleUnload(self._mod)
             d.cuStreamDestroy(self.h)
@@ -380,4 +432,5 @@ class RawPeer(Peer):
         self._graphs.clear()
         self._events.clear()
         self._allocs.clear()
+        self._pools.clear()
         self._keep.clear()

@@ -23,6 +23,7 @@ from ._enums import (
     FunctionAttribute,
     GraphNodeType,
     Limit,
+    MemAccess,
     MemAttach,
     MemOpType,
     SyncPolicy,
@@ -30,7 +31,8 @@ from ._enums import (
 )
 from ._init import driver_version, init, is_initialized
 from ._packing import PackedArgs, pack_arg
-from .device import ComputeCapability, Context, Device
+from .copies import copy_2d, copy_3d, copy_peer, memset_2d
+from .device import ComputeCapability, Context, Device, mem_get_info
 from .errors import (
     ClosedError,
     CompileError,
@@ -66,6 +68,7 @@ from .memops import MAX_BATCH_MEM_OPS, MemOp
 from .memory import DeviceBuffer
 from .module import Module
 from .pinned import PinnedBuffer
+from .pool import KEEP_ALL, MemoryPool
 from .program import NvrtcNotFoundError, compile, nvrtc_version
 from .stream import AccessPolicyWindow, Stream
 
@@ -130,6 +133,14 @@ __all__ = [
     "AllocNode",
     "DeviceBuffer",
     "PinnedBuffer",
+    "MemoryPool",
+    "KEEP_ALL",
+    "MemAccess",
+    "mem_get_info",
+    "copy_2d",
+    "copy_3d",
+    "memset_2d",
+    "copy_peer",
     "SupportsCudaArrayInterface",
     "Module",
     "Kernel",

@@ -36,6 +36,7 @@ __all__ = [
     "Memory",
     "DeviceMemory",
     "HostMemory",
+    "PoolBase",
     "stream_handle",
     "device_address",
     "int_arg",
@@ -117,6 +118,12 @@ class DeviceMemory(Memory):
 
 class HostMemory(Memory):
     """The base of :class:`cudriver.PinnedBuffer`: ``_key`` is a host address."""
+
+    __slots__ = ()
+
+
+class PoolBase(Handle):
+    """The base of :class:`cudriver.MemoryPool`: ``_h`` is a ``CUmemoryPool``."""
 
     __slots__ = ()
 

@@ -28,6 +28,7 @@ __all__ = [
     "cai_stream_value",
     "fill_args",
     "order_after",
+    "memory_side",
 ]
 
 _EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
@@ -199,3 +200,21 @@ def order_after(queue: Any, other: int) -> None:
         _cuStreamWaitEvent(queue, ev, 0)
     finally:
         _drv.cuEventDestroy(ev)
+
+
+_MT = _drv.CUmemorytype
+
+
+def memory_side(p: Any, side: str, on_dev: bool, addr: int, obj: Any) -> None:
+    """Set ``p``'s ``<side>MemoryType`` and address fields (``CUDA_MEMCPY2D``/``3D``).
+
+    Device, managed and pinned (page-locked) memory go by their unified address;
+    pageable host memory (numpy arrays, bytes) as host memory. ``side`` is ``"src"``
+    or ``"dst"``; the rest is what :func:`operand` returned.
+    """
+    if on_dev or isinstance(obj, HostMemory):
+        setattr(p, f"{side}MemoryType", _MT.CU_MEMORYTYPE_UNIFIED)
+        setattr(p, f"{side}Device", addr)
+    else:
+        setattr(p, f"{side}MemoryType", _MT.CU_MEMORYTYPE_HOST)
+        setattr(p, f"{side}Host", addr)

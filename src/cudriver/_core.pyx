@@ -1174,23 +1174,23 @@ cdef class BufferCore(HandleRoot):
     cdef public object _offset
     cdef public object _views
 
-    def __init__(self, nbytes, *, stream=None, context=None):
+    def __init__(self, nbytes, *, stream=None, context=None, pool=None):
         cdef CUresult st
         cdef uint64_t ptr = 0
         cdef size_t n
         cdef bint pushed = False
         cdef uintptr_t cctx
         cdef void* sh
-        if (not _fast() or context is not None or type(nbytes) is not int
+        if (not _fast() or context is not None or pool is not None or type(nbytes) is not int
                 or not 0 < nbytes <= 0x7FFFFFFFFFFFFFFF or p_mem_alloc == NULL
                 or p_mem_free == NULL or p_ctx_get_current == NULL or p_ctx_push == NULL or p_ctx_pop == NULL):
-            self._py___init__(nbytes, stream=stream, context=context)
+            self._py___init__(nbytes, stream=stream, context=context, pool=pool)
             return
         n = nbytes
         if stream is None:
             ctx = _current_context()
             if ctx is None:
-                self._py___init__(nbytes, stream=stream, context=context)
+                self._py___init__(nbytes, stream=stream, context=context, pool=pool)
                 return
             with nogil:
                 st = p_mem_alloc(&ptr, n)
@@ -1204,11 +1204,11 @@ cdef class BufferCore(HandleRoot):
             return
         if (not isinstance(stream, StreamCore) or (<HandleRoot>stream)._h is None
                 or p_mem_alloc_async == NULL or p_mem_free_async == NULL):
-            self._py___init__(nbytes, stream=stream, context=context)
+            self._py___init__(nbytes, stream=stream, context=context, pool=pool)
             return
         ctx = stream._context
         if ctx is None or (<HandleRoot>ctx)._h is None:
-            self._py___init__(nbytes, stream=stream, context=context)
+            self._py___init__(nbytes, stream=stream, context=context, pool=pool)
             return
         cctx = <uintptr_t>(<HandleRoot>ctx)._key
         sh = <void*><uintptr_t>(<HandleRoot>stream)._key

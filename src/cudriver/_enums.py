@@ -24,6 +24,7 @@ __all__ = [
     "FunctionAttribute",
     "GraphNodeType",
     "ConditionalType",
+    "MemAccess",
     "AccessPolicyWindow",
 ]
 
@@ -384,6 +385,22 @@ class ConditionalType(IntEnum):
     SWITCH = 2
 
 
+class MemAccess(IntEnum):
+    """How a device may use a memory pool's memory (``CUmemAccess_flags``).
+
+    NONE
+        Not at all (the default for devices other than the pool's own).
+    READ
+        Read only.
+    READ_WRITE
+        Read and write.
+    """
+
+    NONE = 0
+    READ = 1
+    READ_WRITE = 3
+
+
 for _enum in (
     DeviceAttribute,
     ContextFlags,
@@ -398,6 +415,7 @@ for _enum in (
     FunctionAttribute,
     GraphNodeType,
     ConditionalType,
+    MemAccess,
 ):
     _enum.__module__ = "cudriver"
 

@@ -61,6 +61,7 @@ _cuCtxGetStreamPriorityRange = checked(_drv.cuCtxGetStreamPriorityRange)
 _cuCtxSynchronize = checked(_drv.cuCtxSynchronize)
 _cuCtxGetLimit = checked(_drv.cuCtxGetLimit)
 _cuCtxSetLimit = checked(_drv.cuCtxSetLimit)
+_cuMemGetInfo = checked(_drv.cuMemGetInfo)
 
 # Unchecked: the current-context test runs on hot paths and in releases.
 _cuCtxGetCurrent = _drv.cuCtxGetCurrent
@@ -68,6 +69,7 @@ _cuCtxPushCurrent = _drv.cuCtxPushCurrent
 _cuCtxPopCurrent = _drv.cuCtxPopCurrent
 
 _NULL = 0
+_R = _drv.CUresult
 
 
 class ComputeCapability(NamedTuple):
@@ -303,6 +305,44 @@ class Device:
             return False
         return bool(_cuDeviceCanAccessPeer(self._h, peer._h))
 
+    def enable_peer_access(self, other: Device | int) -> None:
+        """Let kernels and copies on this device use ``other``'s memory.
+
+        Calls ``cuCtxEnablePeerAccess`` in this device's primary context for
+        ``other``'s (the retains cudriver keeps); enabling twice is not an error. It
+        is one way: call it on both devices for access both ways.
+
+        Raises
+        ------
+        NotSupportedError
+            The devices cannot access each other (see :meth:`can_access_peer`).
+        """
+        peer = _device_arg(other)
+        if peer is self or not self.can_access_peer(peer):
+            raise NotSupportedError(
+                _R.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+                "cuCtxEnablePeerAccess",
+                f"device {self._ordinal} cannot access device {peer._ordinal}'s memory "
+                "(cuDeviceCanAccessPeer is 0, or it is the same device)",
+            )
+        with kept_primary(self)._scope():
+            r = _drv.cuCtxEnablePeerAccess(kept_primary(peer).handle, 0)
+        if r[0] is not SUCCESS and r[0] != _R.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED:
+            raise error_for(r[0], _drv.cuCtxEnablePeerAccess)
+
+    def disable_peer_access(self, other: Device | int) -> None:
+        """Undo :meth:`enable_peer_access` (``cuCtxDisablePeerAccess``); no-op if not enabled."""
+        peer = _device_arg(other)
+        with kept_primary(self)._scope():
+            r = _drv.cuCtxDisablePeerAccess(kept_primary(peer).handle)
+        if r[0] is not SUCCESS and r[0] != _R.CUDA_ERROR_PEER_ACCESS_NOT_ENABLED:
+            raise error_for(r[0], _drv.cuCtxDisablePeerAccess)
+
+    @property
+    def mem_info(self) -> tuple[int, int]:
+        """``(free, total)`` memory in bytes (``cuMemGetInfo`` in the primary context)."""
+        return kept_primary(self).mem_info
+
     def __repr__(self) -> str:
         name = f" {self._name!r}" if self._name is not None else ""
         return f"<cudriver.Device {self._ordinal}{name}>"
@@ -491,6 +531,13 @@ class Context(Handle):
             # re-raise errors of host functions that ran on this context's streams
             _hostfn.after_context_sync(self._key)
 
+    @property
+    def mem_info(self) -> tuple[int, int]:
+        """``(free, total)`` memory of the context's device in bytes (``cuMemGetInfo``)."""
+        with self._scope():
+            free, total = _cuMemGetInfo()
+        return int(free), int(total)
+
     # -- limits -----------------------------------------------------------------------
     def get_limit(self, limit: Limit | int) -> int:
         """Read a context limit (``cuCtxGetLimit``)."""
@@ -575,6 +622,24 @@ def _limit(limit: Any) -> Any:
         raise ValueError(f"unknown context limit {int(limit)}") from None
 
 
+def _device_arg(value: object) -> Device:
+    if isinstance(value, Device):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected a cudriver.Device or an ordinal, not {type(value).__name__}")
+    return Device(value)
+
+
+def mem_get_info(context: Context | None = None) -> tuple[int, int]:
+    """``(free, total)`` device memory in bytes (``cuMemGetInfo``).
+
+    For ``context``'s device; by default the current context's (device 0's primary
+    context when none is current, made current as for any call).
+    """
+    ctx = context_arg(context) or current_or_default()
+    return ctx.mem_info
+
+
 def context_arg(context: object) -> Context | None:
     """``context`` when it is a :class:`Context` or None, else ``TypeError``."""
     if context is None or isinstance(context, Context):
@@ -624,6 +689,17 @@ def _adopt(h: Any, key: int) -> Context:
     if ctx is None or ctx._h is None:
         ctx = _borrowed[key] = Context._new(h, None, primary=False, owned=False)
     return ctx
+
+
+def kept_primary(dev: Device) -> Context:
+    """Cudriver's own retain of ``dev``'s primary context (one per context, until exit)."""
+    h = _cuDevicePrimaryCtxRetain(dev._h)
+    key = int(h)
+    ctx = _adopted.get(key)
+    if ctx is not None:
+        _drv.cuDevicePrimaryCtxRelease(dev._h)  # one retain is kept already
+        return ctx
+    return _keep_adopted(key, Context._new(h, dev, primary=True, owned=True))
 
 
 def _make_default_current() -> Context:

@@ -16,14 +16,13 @@ from cuda.bindings import driver as _drv
 
 from . import _handle
 from ._coerce import (
-    HostMemory,
     device_address,
     dims,
     nbytes_arg,
     shared_mem,
     uint_arg,
 )
-from ._copy import fill_args, operand
+from ._copy import fill_args, memory_side, operand
 from ._enums import GraphNodeType
 from .errors import checked
 from .kernel import Kernel
@@ -258,23 +257,12 @@ def memcpy_params(dst: Any, src: Any, nbytes: Any) -> tuple[Any, tuple[Any, ...]
     if n == 0:
         raise ValueError("a memcpy node must copy at least one byte")
     p = _drv.CUDA_MEMCPY3D()
-    _side(p, "src", s_dev, s_addr, s_keep)
-    _side(p, "dst", d_dev, d_addr, d_keep)
+    memory_side(p, "src", s_dev, s_addr, s_keep)
+    memory_side(p, "dst", d_dev, d_addr, d_keep)
     p.WidthInBytes = n
     p.Height = 1
     p.Depth = 1
     return p, (d_keep, s_keep)
-
-
-def _side(p: Any, side: str, on_dev: bool, addr: int, obj: Any) -> None:
-    # Device and pinned (page-locked) memory by their unified address; pageable host
-    # memory (numpy arrays, bytes) as host memory.
-    if on_dev or isinstance(obj, HostMemory):
-        setattr(p, f"{side}MemoryType", _MT.CU_MEMORYTYPE_UNIFIED)
-        setattr(p, f"{side}Device", addr)
-    else:
-        setattr(p, f"{side}MemoryType", _MT.CU_MEMORYTYPE_HOST)
-        setattr(p, f"{side}Host", addr)
 
 
 def memset_params(dst: Any, value: Any, width: Any, count: Any) -> tuple[Any, Any]:

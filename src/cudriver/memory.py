@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import functools
 import weakref
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from . import _impl, capture
+from . import _handle, _impl, capture
 from ._bindings import SUCCESS
 from ._coerce import (
     DeviceMemory,
+    PoolBase,
     StreamLike,
     dtype_arg,
     handle_arg,
@@ -34,6 +35,8 @@ from ._coerce import (
 from ._copy import cai_stream_value, fill_args, ndarray_address, operand, order_after
 from ._handle import Lease, pinned
 from ._init import init
+from ._ordered import LEGACY as _LEGACY
+from ._ordered import free_async as _free_async
 from .device import (
     Context,
     call_in_context,
@@ -45,16 +48,19 @@ from .device import (
 from .errors import ClosedError, error_for
 from .stream import Stream
 
+if TYPE_CHECKING:
+    from .pool import MemoryPool
+
 __all__ = ["DeviceBuffer"]
 
 _T = TypeVar("_T")
 
-_LEGACY = _drv.CUstream(1)  # CU_STREAM_LEGACY, independent of the per-thread-stream build
 _U8 = np.dtype(np.uint8)
 _PTR_ATTR_CONTEXT = _drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_CONTEXT
 
 _cuMemAlloc = _drv.cuMemAlloc
 _cuMemAllocAsync = _drv.cuMemAllocAsync
+_cuMemAllocFromPoolAsync = _drv.cuMemAllocFromPoolAsync
 _cuMemFree = _drv.cuMemFree
 _cuMemFreeAsync = _drv.cuMemFreeAsync
 _cuCtxSynchronize = _drv.cuCtxSynchronize
@@ -79,53 +85,6 @@ def _as_stream(stream: StreamLike) -> Stream:
     return Stream.from_handle(stream)
 
 
-def _order_free(sh: Any, used_on: set[int]) -> bool:
-    """Make ``sh`` wait for the work enqueued so far on each stream in ``used_on``.
-
-    False when that could not be done (a stream is gone): then the caller waits for
-    the whole context instead.
-    """
-    own = int(sh)
-    for key in used_on:
-        if key == own:
-            continue
-        r = _cuEventCreate(_EVENT_NO_TIMING)
-        if r[0] is not SUCCESS:
-            return False
-        ev = r[1]
-        try:
-            if _cuEventRecord(ev, _drv.CUstream(key))[0] is not SUCCESS:
-                return False
-            if _cuStreamWaitEvent(sh, ev, 0)[0] is not SUCCESS:
-                return False
-        finally:
-            _cuEventDestroy(ev)
-    return True
-
-
-def _free_async_now(stream: Stream, used_on: set[int], dptr: Any) -> Any:
-    sh = stream._h
-    if sh is not None and (not used_on or _order_free(sh, used_on)):
-        return _cuMemFreeAsync(dptr, sh)
-    # The stream was closed first, or work on another stream that used the memory
-    # could not be ordered before the free: wait for the whole context, then free in
-    # legacy-stream order.
-    r = _cuCtxSynchronize()
-    if r[0] is not SUCCESS:
-        return r
-    return _cuMemFreeAsync(dptr, _LEGACY)
-
-
-def _free_async(ctx_h: Any, stream: Stream, used_on: set[int], dptr: Any) -> Any:
-    """The release of a stream-ordered buffer: ``cuMemFreeAsync`` on its stream.
-
-    Ordered after the work that cudriver enqueued on other streams using the buffer
-    (kernel launches, prepared launches, graph launches, copies), which ``used_on``
-    lists.
-    """
-    return call_in_context(ctx_h, _free_async_now, stream, used_on, dptr)
-
-
 class DeviceBuffer(DeviceMemory, _impl.BufferCore):
     """Device memory (``cuMemAlloc``; ``cuMemFree`` on close).
 
@@ -141,6 +100,10 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
     context
         The context to allocate in; default: the stream's context, else the current
         context (else device 0's primary context). The buffer keeps it alive.
+    pool
+        A :class:`~cudriver.MemoryPool` to allocate from, in stream order on
+        ``stream`` (``cuMemAllocFromPoolAsync``); the buffer keeps the pool alive and
+        is freed into it (``cuMemFreeAsync``). Needs ``stream``.
 
     Notes
     -----
@@ -181,9 +144,15 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         *,
         stream: StreamLike = None,
         context: Context | None = None,
+        pool: MemoryPool | None = None,
     ) -> None:
         n = nbytes_arg(nbytes)
         ctx = context_arg(context)
+        if pool is not None:
+            if not isinstance(pool, PoolBase):
+                raise TypeError(f"pool must be a cudriver.MemoryPool, not {type(pool).__name__}")
+            if stream is None:
+                raise ValueError("pool= allocates in stream order: pass stream= as well")
         st = None if stream is None else _as_stream(stream)
         if st is not None and ctx is not None:
             sctx = st._context
@@ -197,12 +166,21 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
                 assert st is not None
                 ctx = st.context
             pushed = enter_context(ctx._closed_check(), ctx._key)
+        pst = _handle.pin(pool) if pool is not None else None
         try:
-            r = _cuMemAlloc(n) if st is None else _cuMemAllocAsync(n, st._h)
+            if st is None:
+                r = _cuMemAlloc(n)
+            elif pool is None:
+                r = _cuMemAllocAsync(n, st._h)
+            else:
+                r = _cuMemAllocFromPoolAsync(n, pool._h, st._h)
         finally:
             leave_context(pushed)
+            if pst is not None:
+                _handle.unpin(pst)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuMemAlloc if st is None else _cuMemAllocAsync)
+            fn = _cuMemAlloc if st is None else _cuMemAllocAsync
+            raise error_for(r[0], fn if pool is None else _cuMemAllocFromPoolAsync)
         self._set_fields(n, ctx, st, None, None, None, 0)
         ctx_h = ctx.handle
         if st is None:
@@ -218,7 +196,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
                 r[1],
                 release=functools.partial(_free_async, ctx_h, st, used_on),
                 func="cuMemFreeAsync",
-                keep=(st, ctx),
+                keep=(st, ctx) if pool is None else (st, ctx, pool),
                 used_on=used_on,
             )
 

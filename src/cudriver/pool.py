@@ -1,0 +1,339 @@
+"""Stream-ordered memory pools: :class:`MemoryPool`.
+
+A pool is where ``DeviceBuffer(n, stream=s, pool=p)`` takes its memory from
+(``cuMemAllocFromPoolAsync``) and where the buffer's stream-ordered free gives it back.
+Memory freed into a pool stays reserved by it up to its release threshold: below it,
+the next allocation reuses it without asking the driver, even after a synchronisation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+from typing import Any
+
+from cuda.bindings import driver as _drv
+
+from ._coerce import DeviceMemory, PoolBase, handle_arg, nbytes_arg, uint_arg
+from ._enums import MemAccess
+from ._handle import pinned
+from .device import Context, Device, call_in_context, current_or_default, kept_primary
+from .errors import checked
+from .memory import DeviceBuffer
+
+__all__ = ["MemoryPool", "KEEP_ALL"]
+
+_cuMemPoolCreate = checked(_drv.cuMemPoolCreate)
+_cuMemPoolGetAttribute = checked(_drv.cuMemPoolGetAttribute)
+_cuMemPoolSetAttribute = checked(_drv.cuMemPoolSetAttribute)
+_cuMemPoolTrimTo = checked(_drv.cuMemPoolTrimTo)
+_cuMemPoolSetAccess = checked(_drv.cuMemPoolSetAccess)
+_cuMemPoolGetAccess = checked(_drv.cuMemPoolGetAccess)
+_cuDeviceGetDefaultMemPool = checked(_drv.cuDeviceGetDefaultMemPool)
+_cuDeviceGetMemPool = checked(_drv.cuDeviceGetMemPool)
+_cuMemPoolExportToShareableHandle = checked(_drv.cuMemPoolExportToShareableHandle)
+_cuMemPoolImportFromShareableHandle = checked(_drv.cuMemPoolImportFromShareableHandle)
+_cuMemPoolExportPointer = checked(_drv.cuMemPoolExportPointer)
+_cuMemPoolImportPointer = checked(_drv.cuMemPoolImportPointer)
+_A = _drv.CUmemPool_attribute
+_EXPORT_BYTES = 64  # sizeof(CUmemPoolPtrExportData)
+_FD = _drv.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+_NO_HANDLE = _drv.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_NONE
+
+#: A release threshold that keeps every freed byte in the pool (``UINT64_MAX``).
+KEEP_ALL = (1 << 64) - 1
+
+
+def _device_of(device: Any) -> Device:
+    if device is None:
+        return current_or_default().device
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, bool) or not isinstance(device, int):
+        raise TypeError(
+            f"device must be a cudriver.Device or an ordinal, not {type(device).__name__}"
+        )
+    return Device(device)
+
+
+def _location(dev: Device) -> Any:
+    loc = _drv.CUmemLocation()
+    loc.type = _drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+    loc.id = dev.ordinal
+    return loc
+
+
+class MemoryPool(PoolBase):
+    """A memory pool of one device (``cuMemPoolCreate``; ``cuMemPoolDestroy`` on close).
+
+    Parameters
+    ----------
+    device
+        A :class:`~cudriver.Device` or ordinal; default: the current context's device.
+    release_threshold
+        Bytes of freed memory the pool keeps reserved across synchronisations.
+        Default :data:`KEEP_ALL` (keep everything, as cuda.core does); 0 gives
+        freed memory back to the driver at every synchronisation (the driver's
+        default for its own pools).
+    max_size
+        The most the pool may reserve, in bytes; 0: no limit but the device's.
+    ipc
+        Make the pool shareable with other processes (a POSIX file descriptor, see
+        :meth:`export_handle`).
+
+    Notes
+    -----
+    A pool is destroyed only after its allocations are freed (each
+    :class:`~cudriver.DeviceBuffer` allocated from it keeps it alive).
+    :meth:`default` and :meth:`current` wrap the driver's own pools without owning them.
+    """
+
+    __slots__ = ("_device", "_ipc")
+
+    _kind = "MemoryPool"
+
+    _device: Device
+    _ipc: bool
+
+    def __init__(
+        self,
+        device: Device | int | None = None,
+        *,
+        release_threshold: int = KEEP_ALL,
+        max_size: int = 0,
+        ipc: bool = False,
+    ) -> None:
+        threshold = uint_arg(release_threshold, "release_threshold")
+        size = uint_arg(max_size, "max_size")
+        if not isinstance(ipc, bool):
+            raise TypeError(f"ipc must be a bool, not {type(ipc).__name__}")
+        dev = _device_of(device)
+        props = _drv.CUmemPoolProps()
+        props.allocType = _drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        props.handleTypes = _FD if ipc else _NO_HANDLE
+        props.location = _location(dev)
+        props.maxSize = size
+        ctx = _kept(dev)
+        with ctx._scope():
+            h = _cuMemPoolCreate(props)
+        self._setup(h, dev, ipc, owned=True, keep=(ctx,))
+        if threshold:
+            self.release_threshold = threshold
+
+    def _setup(self, h: Any, dev: Device, ipc: bool, *, owned: bool, keep: tuple[Any, ...]) -> None:
+        self._device = dev
+        self._ipc = ipc
+        if owned:
+            self._init_handle(h, release=_drv.cuMemPoolDestroy, func="cuMemPoolDestroy", keep=keep)
+        else:
+            self._init_handle(h, release=None, func="cuMemPoolDestroy", owned=False)
+
+    @classmethod
+    def _borrowed(cls, h: Any, dev: Device) -> MemoryPool:
+        self = cls.__new__(cls)
+        self._setup(h, dev, False, owned=False, keep=())
+        return self
+
+    @classmethod
+    def default(cls, device: Device | int | None = None) -> MemoryPool:
+        """The device's default pool (``cuDeviceGetDefaultMemPool``), borrowed.
+
+        Its settings are the driver's (release threshold 0) until changed here;
+        changing them affects every user of the default pool in the process.
+        """
+        dev = _device_of(device)
+        return cls._borrowed(_cuDeviceGetDefaultMemPool(dev.handle), dev)
+
+    @classmethod
+    def current(cls, device: Device | int | None = None) -> MemoryPool:
+        """The device's current pool (``cuDeviceGetMemPool``), borrowed.
+
+        ``DeviceBuffer(n, stream=s)`` without ``pool=`` allocates from it.
+        """
+        dev = _device_of(device)
+        return cls._borrowed(_cuDeviceGetMemPool(dev.handle), dev)
+
+    @classmethod
+    def from_handle(cls, handle: Any, owner: Any = None, *, device: Device | int = 0) -> MemoryPool:
+        """Wrap a foreign ``CUmemoryPool`` of ``device`` without owning it."""
+        h = handle_arg(handle, _drv.CUmemoryPool, "memory pool handle")
+        dev = _device_of(device)
+        self = cls.__new__(cls)
+        self._device = dev
+        self._ipc = False
+        self._init_handle(h, release=None, func="cuMemPoolDestroy", owned=False, owner=owner)
+        return self
+
+    @property
+    def device(self) -> Device:
+        """The device whose memory the pool holds."""
+        return self._device
+
+    # -- attributes ---------------------------------------------------------------------
+    def _get(self, attr: Any) -> int:
+        return int(_cuMemPoolGetAttribute(self.handle, attr))
+
+    @property
+    @pinned
+    def release_threshold(self) -> int:
+        """Freed bytes the pool keeps reserved across synchronisations.
+
+        ``CU_MEMPOOL_ATTR_RELEASE_THRESHOLD``: read with ``cuMemPoolGetAttribute``, set
+        with ``cuMemPoolSetAttribute``.
+        """
+        return self._get(_A.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+
+    @release_threshold.setter
+    @pinned
+    def release_threshold(self, value: int) -> None:
+        v = uint_arg(value, "release_threshold")
+        _cuMemPoolSetAttribute(
+            self.handle, _A.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, _drv.cuuint64_t(v)
+        )
+
+    @property
+    @pinned
+    def reserved_current(self) -> int:
+        """Bytes the pool holds from the driver now (``CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT``)."""
+        return self._get(_A.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+
+    @property
+    @pinned
+    def reserved_high(self) -> int:
+        """The most bytes reserved since the last reset (``..._RESERVED_MEM_HIGH``)."""
+        return self._get(_A.CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+
+    @property
+    @pinned
+    def used_current(self) -> int:
+        """Bytes allocated from the pool and not yet freed (``..._USED_MEM_CURRENT``)."""
+        return self._get(_A.CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+
+    @property
+    @pinned
+    def used_high(self) -> int:
+        """The most bytes in use since the last reset (``..._USED_MEM_HIGH``)."""
+        return self._get(_A.CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+
+    @pinned
+    def reset_high_watermarks(self) -> None:
+        """Reset :attr:`reserved_high` and :attr:`used_high` to the current values."""
+        zero = _drv.cuuint64_t(0)
+        _cuMemPoolSetAttribute(self.handle, _A.CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, zero)
+        _cuMemPoolSetAttribute(self.handle, _A.CU_MEMPOOL_ATTR_USED_MEM_HIGH, zero)
+
+    @pinned
+    def trim(self, keep: int = 0) -> None:
+        """Give freed memory back to the driver, keeping at least ``keep`` bytes reserved.
+
+        Calls ``cuMemPoolTrimTo``; memory of allocations not yet freed stays.
+        """
+        _cuMemPoolTrimTo(self.handle, uint_arg(keep, "keep"))
+
+    # -- access from other devices ------------------------------------------------------
+    @pinned
+    def set_access(self, device: Device | int, access: MemAccess | int) -> None:
+        """Let ``device`` use the pool's memory (``cuMemPoolSetAccess``).
+
+        For allocations made before and after the call. The pool's own device always
+        has read-write access; another device needs peer access to this one
+        (:meth:`Device.can_access_peer`).
+        """
+        dev = _device_of(device)
+        flags = MemAccess(int(access))
+        desc = _drv.CUmemAccessDesc()
+        desc.location = _location(dev)
+        desc.flags = _drv.CUmemAccess_flags(int(flags))
+        _cuMemPoolSetAccess(self.handle, [desc], 1)
+
+    @pinned
+    def access(self, device: Device | int) -> MemAccess:
+        """How ``device`` may use the pool's memory (``cuMemPoolGetAccess``)."""
+        dev = _device_of(device)
+        return MemAccess(int(_cuMemPoolGetAccess(self.handle, _location(dev))))
+
+    # -- sharing with other processes -----------------------------------------------------
+    @pinned
+    def export_handle(self) -> int:
+        """A POSIX file descriptor for the pool (``cuMemPoolExportToShareableHandle``).
+
+        The pool must have been made with ``ipc=True``. Send the descriptor to another
+        process (over a Unix socket: :func:`socket.send_fds`), which opens the pool
+        with :meth:`import_handle`; close it with :func:`os.close` when done.
+        """
+        if not self._ipc:
+            raise ValueError("this pool was not made with ipc=True: it cannot be exported")
+        return int(_cuMemPoolExportToShareableHandle(self.handle, _FD, 0))
+
+    @classmethod
+    def import_handle(cls, fd: int, device: Device | int | None = None) -> MemoryPool:
+        """Open a pool exported by another process (``cuMemPoolImportFromShareableHandle``).
+
+        ``fd`` is the file descriptor received (it is not closed here). The pool is
+        owned: closing it destroys this process's handle only.
+        """
+        if isinstance(fd, bool) or not isinstance(fd, int) or fd < 0:
+            raise ValueError(f"fd must be a file descriptor (an int >= 0), not {fd!r}")
+        os.fstat(fd)  # a closed descriptor fails here, with the OS's message
+        dev = _device_of(device)
+        ctx = _kept(dev)
+        with ctx._scope():
+            h = _cuMemPoolImportFromShareableHandle(fd, _FD, 0)
+        self = cls.__new__(cls)
+        self._setup(h, dev, True, owned=True, keep=(ctx,))
+        return self
+
+    @pinned
+    def export_pointer(self, buffer: DeviceMemory) -> bytes:
+        """The 64 bytes another process needs to open ``buffer`` (``cuMemPoolExportPointer``).
+
+        ``buffer`` is allocated from this pool (``DeviceBuffer(n, stream=s, pool=pool)``)
+        and the pool made with ``ipc=True``. The other process opens it with
+        :meth:`import_pointer` on the pool it imported, and must close it before this
+        process frees ``buffer``.
+        """
+        if not isinstance(buffer, DeviceMemory):
+            raise TypeError(f"expected a cudriver.DeviceBuffer, not {type(buffer).__name__}")
+        if not self._ipc:
+            raise ValueError("this pool was not made with ipc=True: it cannot be exported")
+        data = _cuMemPoolExportPointer(buffer.handle)
+        return ctypes.string_at(data.getPtr(), _EXPORT_BYTES)
+
+    @pinned
+    def import_pointer(self, data: bytes, nbytes: int) -> DeviceBuffer:
+        """Open an allocation another process exported (``cuMemPoolImportPointer``).
+
+        ``self`` is the pool opened with :meth:`import_handle`; ``data`` what
+        :meth:`export_pointer` returned there; ``nbytes`` the allocation's size. The
+        buffer is released with ``cuMemFree`` (required before the exporter frees the
+        memory) and keeps this pool alive.
+        """
+        if not isinstance(data, bytes | bytearray) or len(data) != _EXPORT_BYTES:
+            raise ValueError(f"data must be the {_EXPORT_BYTES} bytes export_pointer returned")
+        n = nbytes_arg(nbytes)
+        share = _drv.CUmemPoolPtrExportData()
+        ctypes.memmove(share.getPtr(), bytes(data), _EXPORT_BYTES)
+        ctx = _kept(self._device)
+        with ctx._scope():
+            ptr = _cuMemPoolImportPointer(self.handle, share)
+        buf = DeviceBuffer.__new__(DeviceBuffer)
+        buf._set_fields(n, ctx, None, None, None, None, 0)
+        buf._init_handle(
+            ptr,
+            release=functools.partial(call_in_context, ctx.handle, _drv.cuMemFree),
+            func="cuMemFree",
+            keep=(ctx, self),
+        )
+        return buf
+
+    def _repr_extra(self) -> str:
+        return f"device={self._device.ordinal}" + (" ipc" if self._ipc else "")
+
+
+def _kept(dev: Device) -> Context:
+    """The context pool calls run in: cudriver's retain of the device's primary context."""
+    ctx = current_or_default()
+    if ctx.device is dev:
+        return ctx
+    return kept_primary(dev)

@@ -1,0 +1,156 @@
+"""Memory pools: creation, release threshold, statistics, trim, access, IPC."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import cudriver as cu
+
+from .test_safety import run_isolated
+
+MiB = 1 << 20
+
+
+def test_arguments_are_checked_before_the_driver() -> None:
+    with pytest.raises(TypeError, match="device"):
+        cu.MemoryPool("gpu0")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="ipc"):
+        cu.MemoryPool(0, ipc=1)  # type: ignore[arg-type]
+    with pytest.raises((TypeError, ValueError), match="release_threshold"):
+        cu.MemoryPool(0, release_threshold=-1)
+    with pytest.raises(TypeError, match="MemoryPool"):
+        cu.DeviceBuffer(16, stream=None, pool="pool")  # type: ignore[arg-type]
+    assert cu.KEEP_ALL == 2**64 - 1
+    assert [int(m) for m in cu.MemAccess] == [0, 1, 3]
+
+
+@pytest.mark.gpu
+class TestPool:
+    def test_threshold_stats_and_trim(self, ctx: cu.Context, stream: cu.Stream) -> None:
+        pool = cu.MemoryPool(ctx.device)
+        assert pool.release_threshold == cu.KEEP_ALL  # keeps freed memory by default
+        assert pool.device is ctx.device
+        assert pool.used_current == 0
+        bufs = [cu.DeviceBuffer(4 * MiB, stream=stream, pool=pool) for _ in range(4)]
+        assert pool.used_current >= 16 * MiB
+        assert pool.reserved_current >= pool.used_current
+        for b in bufs:
+            b.close()
+        stream.synchronize()
+        assert pool.used_current == 0
+        assert pool.used_high >= 16 * MiB
+        kept = pool.reserved_current
+        assert kept >= 16 * MiB  # freed memory stayed in the pool across the sync
+        # Reused without growing: the same sizes again.
+        again = [cu.DeviceBuffer(4 * MiB, stream=stream, pool=pool) for _ in range(4)]
+        assert pool.reserved_current == kept
+        del again
+        gc.collect()
+        stream.synchronize()  # runs the collected buffers' releases: frees enqueued
+        stream.synchronize()  # and done
+        pool.trim(0)
+        assert pool.reserved_current < kept
+        pool.reset_high_watermarks()
+        assert pool.used_high == pool.used_current == 0
+        # Threshold 0: freed memory goes back at the next synchronisation.
+        pool.release_threshold = 0
+        assert pool.release_threshold == 0
+        b = cu.DeviceBuffer(8 * MiB, stream=stream, pool=pool)
+        b.close()
+        stream.synchronize()
+        assert pool.reserved_current == 0
+        pool.close()
+
+    def test_buffers_keep_their_pool_and_work(self, ctx: cu.Context, stream: cu.Stream) -> None:
+        pool = cu.MemoryPool(ctx.device, max_size=64 * MiB)
+        buf = cu.DeviceBuffer(MiB, stream=stream, pool=pool)
+        pool.close()  # unusable now; destroyed once its buffers are gone
+        with pytest.raises(cu.ClosedError):
+            _ = pool.used_current
+        x = np.arange(MiB // 4, dtype=np.uint32)
+        buf.copy_from(x, stream=stream)
+        out = np.empty_like(x)
+        buf.copy_to(out, stream=stream)
+        stream.synchronize()
+        np.testing.assert_array_equal(out, x)
+        buf.close()
+        stream.synchronize()
+        small = cu.MemoryPool(ctx.device, max_size=64 * MiB)
+        with pytest.raises(cu.OutOfMemoryError):
+            cu.DeviceBuffer(128 * MiB, stream=stream, pool=small)
+        small.close()
+        with pytest.raises(ValueError, match="stream="):
+            cu.DeviceBuffer(16, pool=cu.MemoryPool.default(ctx.device))
+
+    def test_driver_pools_are_borrowed(self, ctx: cu.Context, stream: cu.Stream) -> None:
+        default = cu.MemoryPool.default(ctx.device)
+        current = cu.MemoryPool.current(ctx.device)
+        assert not default.owned
+        assert int(default) == int(current)  # nobody changed the current pool
+        b = cu.DeviceBuffer(MiB, stream=stream, pool=default)
+        b.close()
+        stream.synchronize()
+        default.close()  # a borrowed pool is not destroyed
+        again = cu.MemoryPool.default(ctx.device)
+        assert again.reserved_current >= 0
+        assert again.access(ctx.device) is cu.MemAccess.READ_WRITE
+
+    def test_mem_get_info(self, ctx: cu.Context) -> None:
+        free, total = cu.mem_get_info()
+        assert 0 < free <= total == ctx.device.total_memory
+        before = ctx.device.mem_info[0]
+        b = cu.DeviceBuffer(256 * MiB)
+        assert ctx.device.mem_info[0] <= before - 256 * MiB + 64 * MiB
+        b.close()
+
+
+@pytest.mark.gpu
+def test_pool_and_allocation_shared_with_another_process() -> None:
+    run_isolated(
+        """
+        import socket, subprocess, textwrap
+        ctx = make_current()
+        s = cu.Stream()
+        try:
+            pool = cu.MemoryPool(ipc=True)
+        except cu.NotSupportedError as exc:
+            print("ipc not supported:", exc)
+            print("OK")
+            raise SystemExit(0)
+        buf = cu.DeviceBuffer(4096, stream=s, pool=pool)
+        buf.copy_from(np.arange(1024, dtype=np.uint32), stream=s)
+        s.synchronize()
+        fd = pool.export_handle()
+        data = pool.export_pointer(buf)
+        parent, child = socket.socketpair()
+        code = textwrap.dedent('''
+            import socket, sys
+            import numpy as np
+            import cudriver as cu
+            sock = socket.socket(fileno=int(sys.argv[1]))
+            msg, fds, _flags, _addr = socket.recv_fds(sock, 64, 1)
+            cu.Device(0).primary_context().set_current()
+            pool = cu.MemoryPool.import_handle(fds[0], 0)
+            b = pool.import_pointer(msg, 4096)
+            got = b.copy_to().view(np.uint32)
+            assert (got == np.arange(1024, dtype=np.uint32)).all(), got[:8]
+            b.copy_from(np.full(1024, 7, np.uint32))
+            b.close()
+            pool.close()
+            sock.sendall(b"done")
+        ''')
+        proc = subprocess.Popen([sys.executable, "-c", code, str(child.fileno())],
+                                pass_fds=[child.fileno()])
+        socket.send_fds(parent, [data], [fd])
+        assert parent.recv(4) == b"done"
+        assert proc.wait(60) == 0
+        os.close(fd)
+        out = buf.copy_to(stream=s)
+        s.synchronize()
+        assert (out.view(np.uint32) == 7).all()
+        print("OK")
+        """
+    )
