@@ -15,7 +15,7 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from ._coerce import DeviceMemory, PoolBase, handle_arg, nbytes_arg, uint_arg
+from ._coerce import PoolBase, handle_arg, nbytes_arg, uint_arg
 from ._enums import MemAccess
 from ._handle import pinned
 from .device import Context, Device, call_in_context, current_or_default, kept_primary
@@ -259,7 +259,7 @@ class MemoryPool(PoolBase):
         """A POSIX file descriptor for the pool (``cuMemPoolExportToShareableHandle``).
 
         The pool must have been made with ``ipc=True``. Send the descriptor to another
-        process (over a Unix socket: :func:`socket.send_fds`), which opens the pool
+        process (over a Unix socket: ``socket.send_fds``), which opens the pool
         with :meth:`import_handle`; close it with :func:`os.close` when done.
         """
         if not self._ipc:
@@ -285,7 +285,7 @@ class MemoryPool(PoolBase):
         return self
 
     @pinned
-    def export_pointer(self, buffer: DeviceMemory) -> bytes:
+    def export_pointer(self, buffer: DeviceBuffer) -> bytes:
         """The 64 bytes another process needs to open ``buffer`` (``cuMemPoolExportPointer``).
 
         ``buffer`` is allocated from this pool (``DeviceBuffer(n, stream=s, pool=pool)``)
@@ -293,7 +293,7 @@ class MemoryPool(PoolBase):
         :meth:`import_pointer` on the pool it imported, and must close it before this
         process frees ``buffer``.
         """
-        if not isinstance(buffer, DeviceMemory):
+        if not isinstance(buffer, DeviceBuffer):
             raise TypeError(f"expected a cudriver.DeviceBuffer, not {type(buffer).__name__}")
         if not self._ipc:
             raise ValueError("this pool was not made with ipc=True: it cannot be exported")
