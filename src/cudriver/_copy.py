@@ -56,10 +56,24 @@ def cai_stream_value(h: Any) -> int:
     return 1 if v == 0 else v
 
 
+#: The newest CUDA Array Interface version understood (3: with ``stream``).
+_CAI_VERSION = 3
+
+
 def parse_cai(cai: object, role: str) -> tuple[int, int, bool, int | None]:
     """``(address, nbytes, read_only, stream or None)`` of a CAI dict (C-contiguous only)."""
     if not isinstance(cai, dict):
         raise TypeError(f"{role}.__cuda_array_interface__ is a {type(cai).__name__}, not a dict")
+    version = cai.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise ValueError(
+            f"{role}.__cuda_array_interface__ has no valid 'version' (got {version!r})"
+        )
+    if version > _CAI_VERSION:
+        raise ValueError(
+            f"{role}.__cuda_array_interface__ is version {version}; cudriver reads up to "
+            f"version {_CAI_VERSION}"
+        )
     try:
         data = cai["data"]
         ptr, read_only = data
