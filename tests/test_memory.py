@@ -149,7 +149,7 @@ def test_parse_cai_helper() -> None:
     with pytest.raises(ValueError, match="masked"):
         _parse_cai(dict(d, mask=object()), "src")
     with pytest.raises(ValueError, match="malformed"):
-        _parse_cai({"data": (FAKE, False)}, "src")
+        _parse_cai({"version": 3, "data": (FAKE, False)}, "src")
     with pytest.raises(ValueError, match="strides"):
         _parse_cai(dict(d, strides=(4, 4)), "src")
     with pytest.raises(TypeError, match="not a dict"):
