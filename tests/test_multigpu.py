@@ -154,16 +154,12 @@ def test_objects_work_whichever_context_is_current(pair: tuple[cu.Context, cu.Co
     assert s0.device == c0.device
     cu.copy_2d(pinned, buf, width=4 * N, height=1)
     np.testing.assert_array_equal(pinned.array(np.float32), x)
-    err: cu.CudaError | None = None
-    try:
-        k0.launch(s0, GRID, BLOCK, out, buf, np.float32(5.0), N)
-        s0.synchronize()
-    except cu.CudaError as exc:
-        err = exc
-    if err is None:
-        np.testing.assert_allclose(out.copy_to().view(np.float32), 5.0 * x, rtol=1e-6)
-    else:  # if the driver wants the kernel's context current, the error must say so
-        assert "context" in str(err), err
+    # A launch runs in the kernel's context, whichever is current (measured on two
+    # H200s with the CUDA 13.0 driver: plain, prepared and captured launches).
+    k0.launch(s0, GRID, BLOCK, out, buf, np.float32(5.0), N)
+    k0.prepare(GRID, BLOCK, out, out, np.float32(2.0), N).launch(s0)
+    s0.synchronize()
+    np.testing.assert_allclose(out.copy_to().view(np.float32), 10.0 * x, rtol=1e-6)
     assert cu.Context.current() == c1  # nothing changed the caller's current context
     _free, total1 = cu.mem_get_info()
     assert total1 == c1.device.total_memory
