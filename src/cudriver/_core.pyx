@@ -38,6 +38,7 @@ ctypedef CUresult (*f_ctx_get)(void**) noexcept nogil
 ctypedef CUresult (*f_alloc)(uint64_t*, size_t) noexcept nogil
 ctypedef CUresult (*f_free)(uint64_t) noexcept nogil
 ctypedef CUresult (*f_alloc_async)(uint64_t*, size_t, void*) noexcept nogil
+ctypedef CUresult (*f_alloc_pool)(uint64_t*, size_t, void*, void*) noexcept nogil
 ctypedef CUresult (*f_free_async)(uint64_t, void*) noexcept nogil
 
 # CUlaunchConfig (driver ABI since CUDA 11.8); its attributes are a C array of
@@ -92,6 +93,7 @@ cdef f_alloc p_mem_alloc = NULL
 cdef f_free p_mem_free = NULL
 cdef f_alloc_async p_mem_alloc_async = NULL
 cdef f_free_async p_mem_free_async = NULL
+cdef f_alloc_pool p_mem_alloc_pool = NULL
 
 # The ABI version asked for: every entry point here has kept its CUDA 12.0 signature.
 cdef int _ABI = 12000
@@ -113,7 +115,7 @@ cdef int _load() except -1:
     global p_event_query, p_event_sync, p_launch, p_launch_ex, p_graph_launch, p_graph_upload
     global p_write32, p_wait32, p_write64, p_wait64, p_is_capturing, p_launch_host_func
     global p_ctx_get_current, p_ctx_push, p_ctx_pop, p_mem_alloc, p_mem_free
-    global p_mem_alloc_async, p_mem_free_async
+    global p_mem_alloc_async, p_mem_free_async, p_mem_alloc_pool
     import os
     from cuda.bindings import driver as drv
     # The default stream means what it means to cuda.bindings (which reads the same variable).
@@ -141,6 +143,7 @@ cdef int _load() except -1:
     p_mem_free = <f_free>_proc(drv, "cuMemFree", flags)
     p_mem_alloc_async = <f_alloc_async>_proc(drv, "cuMemAllocAsync", flags)
     p_mem_free_async = <f_free_async>_proc(drv, "cuMemFreeAsync", flags)
+    p_mem_alloc_pool = <f_alloc_pool>_proc(drv, "cuMemAllocFromPoolAsync", flags)
     _loaded = True
     return 0
 
@@ -167,6 +170,7 @@ cdef object _enter = None          # errors.GUARD.enter_host_function
 cdef object _leave = None          # errors.GUARD.leave_host_function
 cdef object _trampoline_failed = None  # _hostfn._trampoline_failed
 cdef object _DeviceMemory = None     # _coerce.DeviceMemory
+cdef object _PoolBase = None          # _coerce.PoolBase
 cdef object _WaitCondition = None    # _enums.WaitCondition
 cdef object _LaunchConfig = None     # launch.LaunchConfig
 cdef object _ATTR_64 = None          # DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS, as an int
@@ -184,7 +188,7 @@ def configure():
     global _collected, _unpinned, _PENDING, _after_sync, _EAGER, _KEYS, _Record, _run_host
     global _trampoline_failed, _DeviceMemory, _WaitCondition, _store, _enter, _leave
     global _ADOPTED, _OWNED, _LEGACY, _CUdeviceptr, _free_async_py, _SUCCESS_TUPLE, _ATTR_64
-    global _LaunchConfig
+    global _LaunchConfig, _PoolBase
     from cuda.bindings import driver as drv
     from cudriver import _coerce, _enums, _handle, _hostfn, capture, device, errors, memory
     from cudriver import launch
@@ -209,6 +213,7 @@ def configure():
     _leave = errors.GUARD.leave_host_function
     _trampoline_failed = _hostfn._trampoline_failed
     _DeviceMemory = _coerce.DeviceMemory
+    _PoolBase = _coerce.PoolBase
     _WaitCondition = _enums.WaitCondition
     _ATTR_64 = int(_enums.DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS)
     _ADOPTED = device._adopted
@@ -1181,9 +1186,13 @@ cdef class BufferCore(HandleRoot):
         cdef bint pushed = False
         cdef uintptr_t cctx
         cdef void* sh
-        if (not _fast() or context is not None or pool is not None or type(nbytes) is not int
+        cdef void* ph = NULL
+        if (not _fast() or context is not None or type(nbytes) is not int
                 or not 0 < nbytes <= 0x7FFFFFFFFFFFFFFF or p_mem_alloc == NULL
-                or p_mem_free == NULL or p_ctx_get_current == NULL or p_ctx_push == NULL or p_ctx_pop == NULL):
+                or p_mem_free == NULL or p_ctx_get_current == NULL or p_ctx_push == NULL or p_ctx_pop == NULL
+                or (pool is not None and (stream is None or p_mem_alloc_pool == NULL
+                                          or not isinstance(pool, _PoolBase)
+                                          or (<HandleRoot>pool)._h is None))):
             self._py___init__(nbytes, stream=stream, context=context, pool=pool)
             return
         n = nbytes
@@ -1212,14 +1221,31 @@ cdef class BufferCore(HandleRoot):
             return
         cctx = <uintptr_t>(<HandleRoot>ctx)._key
         sh = <void*><uintptr_t>(<HandleRoot>stream)._key
-        with nogil:
-            st = _in_context(cctx, &pushed)
-            if st == SUCCESS:
-                st = p_mem_alloc_async(&ptr, n, sh)
-                if pushed:
-                    _pop_context()
-        if st != SUCCESS:
-            raise _error(st, "cuMemAllocAsync")
+        if pool is None:
+            with nogil:
+                st = _in_context(cctx, &pushed)
+                if st == SUCCESS:
+                    st = p_mem_alloc_async(&ptr, n, sh)
+                    if pushed:
+                        _pop_context()
+            if st != SUCCESS:
+                raise _error(st, "cuMemAllocAsync")
+            keep = (stream, ctx)
+        else:
+            ph = <void*><uintptr_t>(<HandleRoot>pool)._key
+            pst = _pin(pool)  # a close() of the pool on another thread waits for the call
+            try:
+                with nogil:
+                    st = _in_context(cctx, &pushed)
+                    if st == SUCCESS:
+                        st = p_mem_alloc_pool(&ptr, n, ph, sh)
+                        if pushed:
+                            _pop_context()
+            finally:
+                _unpin(pst)
+            if st != SUCCESS:
+                raise _error(st, "cuMemAllocFromPoolAsync")
+            keep = (stream, ctx, pool)
         used_on = set()
         release = MemFreeAsync.__new__(MemFreeAsync)
         (<MemFreeAsync>release).ctx_h = (<HandleRoot>ctx)._h
@@ -1230,9 +1256,7 @@ cdef class BufferCore(HandleRoot):
         sh_obj = (<HandleRoot>stream)._h
         k = (<HandleRoot>stream)._key
         _buffer_fields(self, nbytes, ctx, stream, k if k else 1, sh_obj)
-        _handle_fields(
-            self, _CUdeviceptr(ptr), ptr, release, "cuMemFreeAsync", (stream, ctx), used_on
-        )
+        _handle_fields(self, _CUdeviceptr(ptr), ptr, release, "cuMemFreeAsync", keep, used_on)
 
 
     def close(self):
