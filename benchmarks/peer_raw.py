@@ -345,16 +345,16 @@ class RawPeer(Peer):
 
         return Bench(run, self.sync, "1 MiB, cuMemAllocAsync + cuMemFreeAsync")
 
-    def _pool(self) -> Any:
+    def _pool(self, threshold: int = (1 << 64) - 1) -> Any:
         d = self.drv
         props = d.CUmemPoolProps()
         props.allocType = d.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
         props.location.type = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
         props.location.id = self.ordinal
         pool = cu.check(d.cuMemPoolCreate(props), "cuMemPoolCreate")
-        keep_all = d.cuuint64_t((1 << 64) - 1)
         attr = d.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
-        cu.check(d.cuMemPoolSetAttribute(pool, attr, keep_all), "cuMemPoolSetAttribute")
+        value = d.cuuint64_t(threshold)
+        cu.check(d.cuMemPoolSetAttribute(pool, attr, value), "cuMemPoolSetAttribute")
         self._pools.append(pool)
         return pool
 
@@ -376,22 +376,27 @@ class RawPeer(Peer):
 
     def op_pool_cycle_sync(self) -> Bench:
         d = self.drv
-        alloc, free, sync = d.cuMemAllocAsync, d.cuMemFreeAsync, d.cuStreamSynchronize
-        h = self.h
+        alloc, free, sync = d.cuMemAllocFromPoolAsync, d.cuMemFreeAsync, d.cuStreamSynchronize
+        # A pool of its own at the driver's default threshold (0), so that no peer's
+        # setting of the device's default pool (cuda.core keeps all) changes this row.
+        h, pool = self.h, self._pool(threshold=0)
 
         def run(n: int) -> float:
             rng = range(n)
             t0 = clock()
             for _ in rng:
-                r = alloc(ALLOC_BYTES, h)
+                r = alloc(ALLOC_BYTES, pool, h)
                 free(r[1], h)
                 sync(h)
             dt = clock() - t0
-            cu.check(r, "cuMemAllocAsync")
+            cu.check(r, "cuMemAllocFromPoolAsync")
             return dt / n
 
         return Bench(
-            run, self.sync, "cuMemAllocAsync on the device's pool (driver default threshold 0)"
+            run,
+            self.sync,
+            "cuMemAllocFromPoolAsync + cuMemFreeAsync + cuStreamSynchronize on a pool at the "
+            "driver's default release threshold (0)",
         )
 
     def recover(self) -> None:
