@@ -24,6 +24,7 @@ from ._enums import (
     GraphNodeType,
     Limit,
     MemAccess,
+    MemAdvise,
     MemAttach,
     MemOpType,
     SyncPolicy,
@@ -64,6 +65,7 @@ from .graph import Graph, GraphExec
 from .graphnode import AllocNode, ConditionalHandle, ConditionalNode, GraphNode
 from .kernel import Kernel, LaunchPlan, ParamInfo
 from .launch import LaunchConfig
+from .managed import ManagedBuffer
 from .memops import MAX_BATCH_MEM_OPS, MemOp
 from .memory import DeviceBuffer
 from .module import Module
@@ -133,6 +135,8 @@ __all__ = [
     "AllocNode",
     "DeviceBuffer",
     "PinnedBuffer",
+    "ManagedBuffer",
+    "MemAdvise",
     "MemoryPool",
     "KEEP_ALL",
     "MemAccess",

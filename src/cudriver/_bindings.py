@@ -12,6 +12,11 @@ handled here (read from the 12.9 and 13.x wheels):
 * ``cuGraphAddNode``, ``cuStreamUpdateCaptureDependencies`` and
   ``cuStreamBeginCaptureToGraph`` take edge data in 13.x (12.x names that form
   ``_v2`` where it has it).
+* ``cuMemPrefetchAsync`` and ``cuMemAdvise`` take a ``CUmemLocation`` (and, for the
+  prefetch, flags) in 13.x, a ``CUdevice`` ordinal (``CU_DEVICE_CPU``, -1, for the
+  host) in 12.x (whose ``_v2`` forms take the location); a managed range's preferred
+  and last prefetch locations are read as ``_TYPE``/``_ID`` attribute pairs in 13.x,
+  as one ordinal in 12.x.
 
 It is also the one place that calls ``libcuda`` directly through ctypes, for the two
 calls the bindings get wrong: ``cuLaunchHostFunc`` and ``cuGraphAddHostNode`` (the
@@ -55,6 +60,12 @@ __all__ = [
     "begin_capture_to_graph",
     "graph_exec_update",
     "GraphExecUpdateInfo",
+    "DEVICE_CPU",
+    "DEVICE_INVALID",
+    "mem_location",
+    "mem_prefetch",
+    "mem_advise",
+    "mem_range_location",
 ]
 
 SUCCESS = drv.CUresult.CUDA_SUCCESS
@@ -290,3 +301,113 @@ def graph_exec_update(exec_h: Any, graph_h: Any) -> tuple[Any, GraphExecUpdateIn
     info = GraphExecUpdateInfo()
     code = fn(int(exec_h), int(graph_h), ctypes.byref(info))
     return drv.CUresult(code), (info if code != 0 else None)
+
+
+# -- managed memory: where a range goes or lives -------------------------------------------
+#: ``CU_DEVICE_CPU``: the host, in the ordinal form of locations.
+DEVICE_CPU = -1
+#: ``CU_DEVICE_INVALID``: no location (none set, or not the same for the whole range).
+DEVICE_INVALID = -2
+
+# Whether cuMemPrefetchAsync and cuMemAdvise take a CUmemLocation (13.x) rather than a
+# CUdevice (12.x). Read at each call, so that tests can pretend to be either.
+_LOCATIONS = MAJOR >= 13
+
+
+def mem_location(ordinal: int) -> Any:
+    """A ``CUmemLocation``: device ``ordinal``, or the host for :data:`DEVICE_CPU`."""
+    loc = drv.CUmemLocation()
+    if ordinal == DEVICE_CPU:
+        loc.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST
+        loc.id = 0  # ignored for the host
+    else:
+        loc.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        loc.id = ordinal
+    return loc
+
+
+def mem_prefetch(ptr: Any, nbytes: int, ordinal: int, stream: Any) -> tuple[Any, ...]:
+    """``cuMemPrefetchAsync`` of ``nbytes`` at ``ptr`` on ``stream``; ``(CUresult,)``.
+
+    To device ``ordinal``, or to the host for :data:`DEVICE_CPU`.
+    """
+    if _LOCATIONS:
+        return drv.cuMemPrefetchAsync(  # type: ignore[no-any-return]
+            ptr, nbytes, mem_location(ordinal), 0, stream
+        )
+    return drv.cuMemPrefetchAsync(ptr, nbytes, drv.CUdevice(ordinal), stream)  # type: ignore[no-any-return]
+
+
+def mem_advise(ptr: Any, nbytes: int, advice: Any, ordinal: int) -> tuple[Any, ...]:
+    """``cuMemAdvise`` of ``nbytes`` at ``ptr``; returns the raw ``(CUresult,)``.
+
+    For device ``ordinal``, or for the host with :data:`DEVICE_CPU`.
+    """
+    if _LOCATIONS:
+        return drv.cuMemAdvise(ptr, nbytes, advice, mem_location(ordinal))  # type: ignore[no-any-return]
+    return drv.cuMemAdvise(ptr, nbytes, advice, drv.CUdevice(ordinal))  # type: ignore[no-any-return]
+
+
+def mem_range_location(ptr: Any, nbytes: int, *, last_prefetch: bool) -> tuple[Any, int]:
+    """A managed range's preferred or last prefetch location (``cuMemRangeGetAttribute``).
+
+    ``last_prefetch`` picks the location the range was last prefetched to. Returns
+    ``(CUresult, location)``: a device ordinal, :data:`DEVICE_CPU` for the host (any
+    host NUMA node included), or :data:`DEVICE_INVALID` for none (not set, not the same
+    for the whole range, or the call failed).
+    """
+    a = drv.CUmem_range_attribute
+    if not _LOCATIONS:
+        attr = (
+            a.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION
+            if last_prefetch
+            else a.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION
+        )
+        r = drv.cuMemRangeGetAttribute(4, attr, ptr, nbytes)
+        return r[0], (int(r[1]) if r[0] is SUCCESS else DEVICE_INVALID)
+    if last_prefetch:
+        kind_attr = a.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE
+        id_attr = a.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID
+    else:
+        kind_attr = a.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE
+        id_attr = a.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID
+    # The bindings refuse the *_LOCATION_TYPE/_ID attributes (13.3: "Unsupported
+    # attribute"), so these two go to libcuda directly.
+    rc, kind = _range_int(kind_attr, ptr, nbytes)
+    if rc is not SUCCESS:
+        return rc, DEVICE_INVALID
+    t = drv.CUmemLocationType
+    if kind == int(t.CU_MEM_LOCATION_TYPE_DEVICE):
+        rc, ordinal = _range_int(id_attr, ptr, nbytes)
+        return rc, (ordinal if rc is SUCCESS else DEVICE_INVALID)
+    host_kinds = (
+        t.CU_MEM_LOCATION_TYPE_HOST,
+        t.CU_MEM_LOCATION_TYPE_HOST_NUMA,
+        t.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+    )
+    if kind in {int(k) for k in host_kinds}:
+        return rc, DEVICE_CPU
+    return rc, DEVICE_INVALID
+
+
+_range_get: Any = None
+
+
+def _range_int(attr: Any, ptr: Any, nbytes: int) -> tuple[Any, int]:
+    """``cuMemRangeGetAttribute`` of a 4-byte attribute through libcuda: (CUresult, value)."""
+    global _range_get
+    fn = _range_get
+    if fn is None:
+        fn = libcuda().cuMemRangeGetAttribute
+        fn.restype = ctypes.c_int
+        fn.argtypes = (
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_int,
+            ctypes.c_uint64,
+            ctypes.c_size_t,
+        )
+        _range_get = fn
+    out = ctypes.c_int(0)
+    rc = drv.CUresult(fn(ctypes.byref(out), 4, int(attr), int(ptr), nbytes))
+    return rc, out.value

@@ -25,6 +25,7 @@ __all__ = [
     "GraphNodeType",
     "ConditionalType",
     "MemAccess",
+    "MemAdvise",
     "AccessPolicyWindow",
 ]
 
@@ -401,6 +402,36 @@ class MemAccess(IntEnum):
     READ_WRITE = 3
 
 
+class MemAdvise(IntEnum):
+    """Advice about managed memory for :meth:`ManagedBuffer.advise` (``CUmem_advise``).
+
+    SET_READ_MOSTLY
+        Mostly read: each processor that reads the memory gets its own read-only
+        copy of the pages it reads; a write drops the other copies. The location is
+        ignored.
+    UNSET_READ_MOSTLY
+        Undo ``SET_READ_MOSTLY``: the copies collapse into one. The location is
+        ignored.
+    SET_PREFERRED_LOCATION
+        Keep the pages at the location (a device, or the host) where possible:
+        faults map them from there rather than migrate them.
+    UNSET_PREFERRED_LOCATION
+        Forget the preferred location. The location is ignored.
+    SET_ACCESSED_BY
+        Keep the memory mapped for the location (a device, or the host) wherever it
+        is, so that its accesses do not fault. Does not move the data.
+    UNSET_ACCESSED_BY
+        Undo ``SET_ACCESSED_BY`` for the location.
+    """
+
+    SET_READ_MOSTLY = 1
+    UNSET_READ_MOSTLY = 2
+    SET_PREFERRED_LOCATION = 3
+    UNSET_PREFERRED_LOCATION = 4
+    SET_ACCESSED_BY = 5
+    UNSET_ACCESSED_BY = 6
+
+
 for _enum in (
     DeviceAttribute,
     ContextFlags,
@@ -416,6 +447,7 @@ for _enum in (
     GraphNodeType,
     ConditionalType,
     MemAccess,
+    MemAdvise,
 ):
     _enum.__module__ = "cudriver"
 

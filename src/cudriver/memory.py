@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import functools
 import weakref
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from . import _handle, _impl, capture
+from . import _dlpack, _handle, _impl, capture
 from ._bindings import SUCCESS
 from ._coerce import (
     DeviceMemory,
@@ -126,6 +126,8 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
     __slots__ = ()  # the fields live in BufferCore (C fields, or slots in pure mode)
 
     _kind = "DeviceBuffer"
+    #: The DLPack device type: ``kDLCUDA``.
+    _DL_DEVICE_TYPE: ClassVar[int] = 2
 
     _base: DeviceBuffer | None
     _context: Context | None
@@ -447,7 +449,8 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         shape: tuple[int, ...] | None,
     ) -> DeviceBuffer:
         root = self._base if self._base is not None else self
-        v = DeviceBuffer.__new__(DeviceBuffer)
+        cls = type(self)  # views of a subclass (ManagedBuffer) are of that subclass
+        v = cls.__new__(cls)
         v._set_fields(n, self._context, self._stream, dtype, shape, root, self._offset + off)
         v._stream_int = self._stream_int
         v._sync_h = self._sync_h
@@ -677,6 +680,59 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         if dt.fields is not None:
             d["descr"] = dt.descr
         return d
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule over this buffer's memory (no copy), as the array API says.
+
+        The tensor has the remembered dtype and shape (else ``uint8`` of ``nbytes``).
+        ``stream`` is the consumer's (None or 1 legacy, 2 per-thread, a handle, -1 no
+        ordering; 0 is refused): unless -1, it waits for a stream-ordered buffer's
+        stream (``cuEventRecord``, ``cuStreamWaitEvent``); the host never waits.
+        ``max_version >= (1, 0)`` gives a versioned capsule; ``dl_device`` must be this
+        buffer's own; ``copy=True`` is refused. The memory stays allocated, also after
+        :meth:`close`, until the consumer is done. See the DLPack page.
+
+        Raises
+        ------
+        ClosedError
+            The buffer is closed.
+        BufferError
+            ``copy=True``, another ``dl_device``, or a dtype DLPack cannot describe.
+        """
+        return _dlpack.export(
+            self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(kDLCUDA, ordinal)`` (``(kDLCUDAManaged, 0)`` for managed memory)."""
+        return _dlpack.device(self)
+
+    @classmethod
+    def from_dlpack(cls, obj: Any, *, stream: StreamLike = None) -> DeviceBuffer:
+        """Wrap another library's CUDA tensor (PyTorch, CuPy, ...), sharing its memory.
+
+        Calls ``obj.__dlpack__(stream=..., max_version=(1, 0))``, so the memory is
+        ready for work on ``stream`` (None: the legacy default stream; -1: no
+        ordering), and borrows the tensor: the buffer and its views keep it and ``obj``
+        alive, and the producer's deleter runs when they are gone. No copy; the buffer
+        remembers the tensor's dtype and shape.
+
+        Raises
+        ------
+        TypeError
+            ``obj`` does not support DLPack.
+        BufferError
+            The tensor is not on a CUDA device, or is empty, strided, read-only, of a
+            DLPack major version other than 1, or of a dtype numpy lacks.
+        """
+        return _dlpack.import_buffer(cls, obj, stream=stream)
 
     def _repr_extra(self) -> str:
         parts = [f"nbytes={self._nbytes}"]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import weakref
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from . import _handle
+from . import _dlpack, _handle
 from ._coerce import HostMemory, bool_arg, nbytes_arg, typed_shape
 from .device import Context, call_in_context, context_arg, current_or_default
 from .errors import checked
@@ -84,6 +84,8 @@ class PinnedBuffer(HostMemory):
     __slots__ = ("_context", "_device_ptr", "_export", "_flags", "_nbytes")
 
     _kind = "PinnedBuffer"
+    #: The DLPack device type of the memory: ``kDLCUDAHost`` (pinned host memory).
+    _DL_DEVICE_TYPE: ClassVar[int] = 3
 
     _context: Context
     _device_ptr: int | None
@@ -234,6 +236,38 @@ class PinnedBuffer(HostMemory):
         """The buffer protocol (Python 3.12+): a writable view of the bytes."""
         arr: Any = self.array()
         return memoryview(arr)
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule over the pinned memory, as bytes (no copy, no driver call).
+
+        The device is ``(kDLCUDAHost, 0)``; ``dl_device=(kDLCPU, 0)`` exports the same
+        memory as plain host memory (what ``numpy.from_dlpack(buf, device="cpu")``
+        asks for). ``stream`` is checked as the array API says but orders nothing:
+        host memory has no stream. The memory stays allocated, also after
+        :meth:`close`, until the consumer is done with it. See the DLPack page of the
+        documentation; the arguments are those of the array API's ``__dlpack__``.
+
+        Raises
+        ------
+        ClosedError
+            The buffer is closed.
+        BufferError
+            ``copy=True`` (nothing is copied) or another ``dl_device``.
+        """
+        return _dlpack.export(
+            self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(kDLCUDAHost, 0)``: pinned host memory (the device id is 0, as DLPack says)."""
+        return _dlpack.device(self)
 
     def _repr_extra(self) -> str:
         parts = [f"nbytes={self._nbytes}"]
