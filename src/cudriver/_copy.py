@@ -108,6 +108,34 @@ def parse_cai(cai: object, role: str) -> tuple[int, int, bool, int | None]:
     return ptr, math.prod(shape) * dtype.itemsize, bool(read_only), stream
 
 
+def host_source(array: object, kind: str) -> npt.NDArray[Any]:
+    """The host array a ``from_array`` constructor copies: checked, as an ndarray.
+
+    Raises TypeError for device memory (naming ``kind(n).copy_from(x)``) and object
+    arrays, ValueError for an empty or non-contiguous array.
+    """
+    if isinstance(array, DeviceMemory) or hasattr(array, "__cuda_array_interface__"):
+        raise TypeError(
+            f"from_array takes a host array; for device memory use {kind}(n).copy_from(x)"
+        )
+    a = array if isinstance(array, np.ndarray) else np.asarray(array)
+    ndarray_address(a, False, "array")
+    if a.nbytes == 0:
+        raise ValueError(f"array of shape {a.shape} is empty: a buffer needs >= 1 byte")
+    return a
+
+
+def fill_new(buf: Any, a: npt.NDArray[Any], stream: Any) -> None:
+    """Give a new buffer ``a``'s dtype and shape and copy ``a`` in; close it on failure."""
+    buf._dtype = a.dtype
+    buf._shape = a.shape
+    try:
+        buf.copy_from(a, stream=stream)
+    except BaseException:
+        buf.close()
+        raise
+
+
 def ndarray_address(a: npt.NDArray[Any], writable: bool, role: str) -> int:
     if a.dtype.hasobject:
         raise TypeError(f"{role} has dtype {a.dtype}: arrays of Python objects cannot be copied")

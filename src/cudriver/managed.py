@@ -26,7 +26,6 @@ from cuda.bindings import driver as _drv
 from . import _bindings, capture
 from ._bindings import DEVICE_CPU, SUCCESS
 from ._coerce import (
-    DeviceMemory,
     StreamLike,
     dtype_arg,
     nbytes_arg,
@@ -35,7 +34,7 @@ from ._coerce import (
     stream_handle,
     typed_shape,
 )
-from ._copy import ndarray_address
+from ._copy import fill_new, host_source
 from ._enums import DeviceAttribute, MemAdvise, MemAttach
 from ._handle import Lease, pinned
 from ._ordered import LEGACY as _LEGACY
@@ -286,24 +285,11 @@ class ManagedBuffer(DeviceBuffer):
             The array holds Python objects, or is a device array (use
             :meth:`copy_from` on a new buffer).
         """
-        if isinstance(array, DeviceMemory) or hasattr(array, "__cuda_array_interface__"):
-            raise TypeError(
-                "from_array takes a host array; for device memory use ManagedBuffer(n).copy_from(x)"
-            )
-        a = array if isinstance(array, np.ndarray) else np.asarray(array)
-        ndarray_address(a, False, "array")
-        if a.nbytes == 0:
-            raise ValueError(f"array of shape {a.shape} is empty: a buffer needs >= 1 byte")
+        a = host_source(array, "ManagedBuffer")
         if stream is not None:
             stream_handle(stream)  # a bad stream fails before the allocation
         buf = cls(a.nbytes, attach=attach, context=context)
-        buf._dtype = a.dtype
-        buf._shape = a.shape
-        try:
-            buf.copy_from(a, stream=stream)
-        except BaseException:
-            buf.close()
-            raise
+        fill_new(buf, a, stream)
         return buf
 
     @classmethod

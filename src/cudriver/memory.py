@@ -32,7 +32,14 @@ from ._coerce import (
     stream_handle,
     typed_shape,
 )
-from ._copy import cai_stream_value, fill_args, ndarray_address, operand, order_after
+from ._copy import (
+    cai_stream_value,
+    fill_args,
+    fill_new,
+    host_source,
+    operand,
+    order_after,
+)
 from ._handle import Lease, pinned
 from ._init import init
 from ._ordered import LEGACY as _LEGACY
@@ -268,22 +275,9 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
             The array holds Python objects, or is a device array (use
             :meth:`copy_from` on a new buffer).
         """
-        if isinstance(array, DeviceBuffer) or hasattr(array, "__cuda_array_interface__"):
-            raise TypeError(
-                "from_array takes a host array; for device memory use DeviceBuffer(n).copy_from(x)"
-            )
-        a = array if isinstance(array, np.ndarray) else np.asarray(array)
-        ndarray_address(a, False, "array")
-        if a.nbytes == 0:
-            raise ValueError(f"array of shape {a.shape} is empty: a buffer needs >= 1 byte")
+        a = host_source(array, "DeviceBuffer")
         buf = cls(a.nbytes, stream=stream, context=context)
-        buf._dtype = a.dtype
-        buf._shape = a.shape
-        try:
-            buf.copy_from(a, stream=stream)
-        except BaseException:
-            buf.close()
-            raise
+        fill_new(buf, a, stream)
         return buf
 
     @classmethod
