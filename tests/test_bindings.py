@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import cuda.bindings
+from cuda.bindings import driver as drv
 
 from cudriver import _bindings
 
@@ -20,3 +21,13 @@ def test_parse() -> None:
 def test_has() -> None:
     assert _bindings.has("cuInit")
     assert not _bindings.has("cuNoSuchThing")
+
+
+def test_struct_bytes_round_trip_without_fields() -> None:
+    # Some bindings versions expose no fields on CUipcEventHandle (12.9.10, 13.5.0):
+    # Event.ipc_handle reads and writes its 64 bytes through getPtr().
+    h = drv.CUipcEventHandle()
+    data = bytes(range(64))
+    _bindings.set_struct_bytes(h, data)
+    assert _bindings.struct_bytes(h, 64) == data
+    assert _bindings.struct_bytes(drv.CUipcEventHandle(), 64) == bytes(64)

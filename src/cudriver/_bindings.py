@@ -66,6 +66,8 @@ __all__ = [
     "mem_prefetch",
     "mem_advise",
     "mem_range_location",
+    "struct_bytes",
+    "set_struct_bytes",
 ]
 
 SUCCESS = drv.CUresult.CUDA_SUCCESS
@@ -202,6 +204,21 @@ module_enumerate_functions: Callable[..., tuple[Any, ...]] | None = getattr(
 func_get_param_info: Callable[..., tuple[Any, ...]] | None = getattr(
     drv, "cuFuncGetParamInfo", None
 )
+
+
+# -- the bytes of opaque structs -------------------------------------------------------------
+def struct_bytes(obj: Any, n: int) -> bytes:
+    """The first ``n`` bytes of a bindings struct, read through ``getPtr()``.
+
+    Some versions expose no fields for opaque handles (cuda-bindings 12.9.10's
+    ``CUipcEventHandle`` has no ``reserved``), so the memory is read directly.
+    """
+    return ctypes.string_at(int(obj.getPtr()), n)
+
+
+def set_struct_bytes(obj: Any, data: bytes) -> None:
+    """Write ``data`` over the start of a bindings struct (see :func:`struct_bytes`)."""
+    ctypes.memmove(int(obj.getPtr()), data, len(data))
 
 
 # -- libcuda through ctypes ------------------------------------------------------------

@@ -204,7 +204,7 @@ class Event(Handle, _impl.EventCore):
         """Export an interprocess event (``cuIpcGetEventHandle``) as 64 bytes."""
         if not self._flags & int(_F.CU_EVENT_INTERPROCESS):
             raise ValueError("only an Event(interprocess=True, timing=False) can be exported")
-        return bytes(_cuIpcGetEventHandle(self.handle).reserved)
+        return _bindings.struct_bytes(_cuIpcGetEventHandle(self.handle), 64)
 
     @classmethod
     def from_ipc_handle(cls, data: bytes, *, context: Context | None = None) -> Event:
@@ -216,7 +216,7 @@ class Event(Handle, _impl.EventCore):
         if len(raw) != 64:
             raise ValueError(f"an IPC event handle has 64 bytes, not {len(raw)}")
         ipc = _drv.CUipcEventHandle()
-        ipc.reserved = raw
+        _bindings.set_struct_bytes(ipc, raw)
         ctx = context_arg(context) or current_or_default()
         with ctx._scope():
             h = _cuIpcOpenEventHandle(ipc)
