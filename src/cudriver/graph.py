@@ -413,7 +413,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
         self._streams = streams if _uses_ordered_memory(keeps) else None
         self._init_handle(
             h,
-            release=_drv.cuGraphExecDestroy,
+            release=functools.partial(_destroy_exec, graph._serial()),
             func="cuGraphExecDestroy",
             # What it keeps goes only once it is destroyed (after the fence below).
             keep=(graph._context, keeps),
@@ -641,6 +641,18 @@ class GraphExec(Handle, _impl.GraphExecCore):
 
     def _repr_extra(self) -> str:
         return ""
+
+
+def _destroy_exec(lock: threading.RLock, h: Any) -> Any:
+    """``cuGraphExecDestroy`` under the lock of the graph the executable was made from.
+
+    The driver does not order the destroy with calls on that graph made by other
+    threads (measured with cuda-bindings 12.9: a destroy while two threads added nodes to
+    the source graph and read its nodes crashed the process), so it runs under the lock
+    that serialises those calls.
+    """
+    with lock:
+        return _drv.cuGraphExecDestroy(h)
 
 
 def _host_records(keep: list[Any]) -> list[HostFuncRecord]:
