@@ -2,7 +2,8 @@
 
 The benchmark measures, in one process, on one device and in its primary context, how
 much host time each layer spends per call on the hot paths (stream query, event record,
-kernel and graph launches, host functions, stream memory operations, allocation).
+kernel and graph launches, host functions, stream memory operations, allocation), and how
+long an ``await stream`` takes against a blocking synchronize.
 
 Every number is the median of several repeats; each repeat times many calls in a row
 with :func:`time.perf_counter_ns` after a warm-up, with the garbage collector off. A peer
@@ -87,6 +88,8 @@ OPS: tuple[Op, ...] = (
     Op("host_func_enqueue", "host function, enqueue", "ns", 2_000, False),
     Op("host_func_latency", "host function, enqueue to running", "ns", 500, False),
     Op("host_func_100", "100 host functions + synchronize", "us", 100, False),
+    Op("await_stream", "await stream (idle), enqueue to the loop resuming", "ns", 500, False),
+    Op("stream_sync", "stream synchronize (idle)", "ns", 10_000, True),
     Op("write_value32", "write_value32", "ns", 10_000, True),
     Op("wait_value32", "wait_value32 (already satisfied)", "ns", 10_000, True),
     Op("alloc_free", "DeviceBuffer alloc+free", "ns", 1_000, True),

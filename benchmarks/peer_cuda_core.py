@@ -166,6 +166,12 @@ class CudaCorePeer(Peer):
     def op_host_func_latency(self) -> Bench:
         raise Unavailable("cuda.core has host callbacks only inside graphs")
 
+    def op_await_stream(self) -> Bench:
+        raise Unavailable("cuda.core has no asyncio integration")
+
+    def op_stream_sync(self) -> Bench:
+        return Bench(per_call(self.stream.sync, ()), self.sync, "Stream.sync")
+
     def op_write_value32(self) -> Bench:
         raise Unavailable("cuda.core has no stream memory operations")
 

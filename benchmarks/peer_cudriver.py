@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import statistics
 from typing import Any
 
 import cudriver as cu
@@ -148,6 +150,32 @@ class CudriverPeer(Peer):
             launch(stamp)
 
         return Bench(latency(enqueue, self.sync, stamps), self.sync)
+
+    def op_await_stream(self) -> Bench:
+        loop = asyncio.new_event_loop()
+        self._keep.append(loop)  # closed by close()
+        s = self.stream
+
+        async def awaits(n: int) -> float:
+            out: list[int] = []
+            for _ in range(n):
+                t0 = clock()
+                await s
+                out.append(clock() - t0)
+            return float(statistics.median(out))
+
+        def run(n: int) -> float:
+            return loop.run_until_complete(awaits(n))
+
+        return Bench(
+            run,
+            self.sync,
+            "median; an event and a sem_post host function per await, a waiter thread "
+            "wakes the loop",
+        )
+
+    def op_stream_sync(self) -> Bench:
+        return Bench(per_call(self.stream.synchronize, ()), self.sync)
 
     def _flag(self) -> Any:
         buf = cu.DeviceBuffer(MEMOP_BYTES)

@@ -180,6 +180,12 @@ class CupyPeer(Peer):
 
         return Bench(latency(enqueue, self.sync, stamps), self.sync, "Stream.launch_host_func")
 
+    def op_await_stream(self) -> Bench:
+        raise Unavailable("CuPy has no asyncio integration")
+
+    def op_stream_sync(self) -> Bench:
+        return Bench(per_call(self.stream.synchronize, ()), self.sync, "Stream.synchronize")
+
     def op_write_value32(self) -> Bench:
         raise Unavailable("CuPy has no stream memory operations")
 

@@ -292,6 +292,19 @@ class RawPeer(Peer):
 
         return Bench(latency(enqueue, self.sync, stamps), self.sync, self._HOST_NOTE)
 
+    def op_await_stream(self) -> Bench:
+        return Bench(
+            per_call_raw(self.drv.cuStreamSynchronize, (self.h,), "cuStreamSynchronize"),
+            self.sync,
+            "no asyncio: the blocking cuStreamSynchronize of the idle stream",
+        )
+
+    def op_stream_sync(self) -> Bench:
+        return Bench(
+            per_call_raw(self.drv.cuStreamSynchronize, (self.h,), "cuStreamSynchronize"),
+            self.sync,
+        )
+
     def _flag(self) -> Any:
         p = self._alloc(MEMOP_BYTES)
         cu.check(self.drv.cuMemsetD32(p, 1, MEMOP_BYTES // 4), "cuMemsetD32")

@@ -40,7 +40,7 @@ autodoc_type_aliases = {"StreamLike": "cudriver.StreamLike"}
 # build machine without network access they cannot be checked, so they are not
 # reported.
 nitpick_ignore_regex = [
-    (r"py:.*", r"(builtins|collections|typing|typing_extensions|types|os|sys|enum)\b.*"),
+    (r"py:.*", r"(builtins|collections|typing|typing_extensions|types|os|sys|enum|asyncio)\b.*"),
     (r"py:.*", r"(ctypes|uuid)\b.*"),
     # Sphinx renders a type alias inside a union as a forward reference.
     (r"py:class", r"TypeAliasForwardRef|'cudriver\.StreamLike'"),

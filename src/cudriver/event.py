@@ -6,7 +6,7 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _handle, _impl
+from . import _bindings, _handle, _impl, aio
 from ._bindings import SUCCESS
 from ._coerce import StreamBase, StreamLike, bool_arg, handle_arg, stream_handle
 from ._handle import Handle, pinned
@@ -26,7 +26,7 @@ _cuIpcGetEventHandle = checked(_drv.cuIpcGetEventHandle)
 _cuIpcOpenEventHandle = checked(_drv.cuIpcOpenEventHandle)
 
 
-class Event(Handle, _impl.EventCore):
+class Event(Handle, _impl.EventCore, aio.Awaitable):
     """A CUDA event (``cuEventCreate``; destroyed with ``cuEventDestroy`` on close).
 
     Parameters

@@ -13,7 +13,7 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _handle, _hostfn, _impl, capture, memops
+from . import _handle, _hostfn, _impl, aio, capture, memops
 from ._bindings import SUCCESS
 from ._coerce import (
     U64_LIMIT,
@@ -69,7 +69,7 @@ _ATTR_SYNC_POLICY = 3
 _NON_BLOCKING = int(_drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
 
 
-class Stream(StreamBase, _impl.StreamCore):
+class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
     """A CUDA stream (``cuStreamCreateWithPriority``; ``cuStreamDestroy`` on close).
 
     Parameters

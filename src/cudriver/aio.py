@@ -1,0 +1,742 @@
+"""asyncio integration: ``await stream``, ``await event`` and their futures.
+
+:class:`Awaitable` is a base of :class:`~cudriver.Stream` and :class:`~cudriver.Event`;
+the documentation's asyncio page describes the design, its costs and its limits.
+
+No Python runs on the driver's thread: the host function is libc's ``sem_post`` (one
+argument, async-signal-safe, no GIL). Per event loop a :class:`Notifier` owns an unnamed
+POSIX semaphore in 64 bytes of C memory and a daemon waiter thread that blocks in
+``sem_timedwait`` through ctypes (without the GIL), takes every post waiting
+(``sem_trywait``) and asks the loop (``call_soon_threadsafe``, one at a time) to check
+its pending futures: each has an event of its own, recorded where its work ends, which
+the check queries (``cuEventQuery``). A stream's future: ``cuEventRecord`` on it, then
+``cuLaunchHostFunc(stream, sem_post, &sem)`` through libcuda. An event's future: an idle
+private stream (per context) waits for the event (``cuStreamWaitEvent``), then the same.
+
+A check stops once it has resolved as many futures as posts arrived (each post follows
+its future's event on its stream, so that many are done). The semaphore is freed only
+once every post enqueued has been taken: until then the notifier stays in ``_LIVE``.
+A closed or collected loop is noticed within :data:`SWEEP_SECONDS` (:func:`shutdown`
+acts at once); in a forked child the parent's notifiers are forgotten.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import errno
+import os
+import sys
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Generator
+from typing import Any
+
+from cuda.bindings import driver as _drv
+
+from . import _bindings, _handle
+from ._bindings import SUCCESS
+from ._coerce import StreamBase
+from .device import Context, enter_context, leave_context
+from .errors import GUARD, CudaWarning, NotSupportedError, StreamCaptureError, error_for
+
+__all__ = ["Awaitable", "shutdown", "PRIVATE_STREAMS", "SWEEP_SECONDS"]
+
+_R = _drv.CUresult
+_NOT_READY = _R.CUDA_ERROR_NOT_READY
+_NOT_CAPTURING = _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+_DISABLE_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+_NON_BLOCKING = int(_drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
+# Module-level names, looked up at each call (so that tests can stand in for the driver).
+_cuEventCreate = _drv.cuEventCreate
+_cuEventRecord = _drv.cuEventRecord
+_cuEventQuery = _drv.cuEventQuery
+_cuEventDestroy = _drv.cuEventDestroy
+_cuStreamCreate = _drv.cuStreamCreate
+_cuStreamQuery = _drv.cuStreamQuery
+_cuStreamWaitEvent = _drv.cuStreamWaitEvent
+_cuStreamDestroy = _drv.cuStreamDestroy
+_cuStreamIsCapturing = _drv.cuStreamIsCapturing
+
+#: Private streams made per context and event loop for events' futures.
+PRIVATE_STREAMS = 32
+#: How often (seconds) a waiter with futures pending has them all checked, and checks
+#: whether its loop was closed.
+SWEEP_SECONDS = 0.5
+_SEM_BYTES = 64
+_SPARE_EVENTS = 256  # per context and loop
+_CLOSED = "the event loop is closed (or cudriver.aio.shutdown ran)"
+
+
+# -- the C library's semaphores ---------------------------------------------------------
+class _Timespec(ctypes.Structure):
+    _fields_ = (("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long))
+
+
+def _open_libc() -> Any:
+    """The C library, with errno kept by ctypes (``use_errno``)."""
+    if os.name != "posix":
+        raise OSError(errno.ENOSYS, f"{sys.platform} is not a POSIX system")
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _bind(lib: Any, name: str, restype: Any, *argtypes: Any) -> Any:
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = argtypes
+    return fn
+
+
+class Semaphores:
+    """libc's unnamed POSIX semaphores through ctypes, and ``sem_post``'s address.
+
+    The constructor makes and frees one, so ``sem_init`` failing (``ENOSYS``) refuses.
+    """
+
+    __slots__ = ("_alloc", "_destroy", "_free", "_init", "_post", "_timed", "_try", "post_address")
+
+    def __init__(self, lib: Any) -> None:
+        vp, i = ctypes.c_void_p, ctypes.c_int
+        self._init = _bind(lib, "sem_init", i, vp, i, ctypes.c_uint)
+        self._destroy = _bind(lib, "sem_destroy", i, vp)
+        self._post = _bind(lib, "sem_post", i, vp)
+        self._timed = _bind(lib, "sem_timedwait", i, vp, ctypes.POINTER(_Timespec))
+        self._try = _bind(lib, "sem_trywait", i, vp)
+        self._alloc = _bind(
+            lib, "posix_memalign", i, ctypes.POINTER(vp), ctypes.c_size_t, ctypes.c_size_t
+        )
+        self._free = _bind(lib, "free", None, vp)
+        addr = ctypes.cast(self._post, vp).value
+        if not addr:
+            raise OSError(errno.ENOSYS, "sem_post has no address")
+        #: The address of ``sem_post``: the host function every future enqueues.
+        self.post_address: int = addr
+        self.free(self.new())
+
+    def new(self) -> int:
+        """A new semaphore (value 0) in 64 bytes of C memory; its address."""
+        p = ctypes.c_void_p()
+        rc = self._alloc(ctypes.byref(p), _SEM_BYTES, _SEM_BYTES)
+        if rc or not p.value:
+            raise OSError(rc or errno.ENOMEM, f"posix_memalign failed: {os.strerror(rc)}")
+        ctypes.memset(p.value, 0, _SEM_BYTES)
+        if self._init(p.value, 0, 0):
+            e = ctypes.get_errno()
+            self._free(p.value)
+            raise OSError(e, f"sem_init failed: {os.strerror(e)}")
+        return p.value
+
+    def free(self, sem: int) -> None:
+        """Destroy ``sem`` and free its memory: only once no post can reach it."""
+        self._destroy(sem)
+        self._free(sem)
+
+    def post(self, sem: int) -> None:
+        """``sem_post`` from Python (a wake)."""
+        self._post(sem)
+
+    def take(self, sem: int, timeout: float) -> int:
+        """Wait up to ``timeout`` seconds for a post; take every post waiting; their number.
+
+        Blocks in ``sem_timedwait`` without the GIL; 0 when the time ran out.
+        """
+        t = time.time() + timeout
+        ts = _Timespec(int(t), int((t - int(t)) * 1e9))
+        while self._timed(sem, ctypes.byref(ts)):
+            e = ctypes.get_errno()
+            if e == errno.ETIMEDOUT:
+                return 0
+            if e != errno.EINTR:
+                raise OSError(e, f"sem_timedwait failed: {os.strerror(e)}")
+        n = 1
+        while True:
+            if self._try(sem) == 0:
+                n += 1
+            elif ctypes.get_errno() != errno.EINTR:
+                return n
+
+
+_API: Semaphores | None = None
+_API_ERROR: str | None = None
+
+
+def semaphores() -> Semaphores:
+    """The process's :class:`Semaphores`; :class:`~cudriver.NotSupportedError` without them."""
+    global _API, _API_ERROR
+    api = _API
+    if api is not None:
+        return api
+    with _registry_lock:
+        if _API is None and _API_ERROR is None:
+            try:
+                _API = Semaphores(_open_libc())
+            except (OSError, AttributeError, TypeError, ValueError) as exc:
+                _API_ERROR = str(exc) or type(exc).__name__
+        if _API is not None:
+            return _API
+        raise NotSupportedError(
+            _R.CUDA_ERROR_NOT_SUPPORTED,
+            "cudriver.aio",
+            "awaiting streams and events needs unnamed POSIX semaphores (sem_init, "
+            f"sem_post, sem_timedwait) from the C library, as Linux has: {_API_ERROR}",
+        )
+
+
+# -- a notifier per event loop ------------------------------------------------------------
+class _Item:
+    """One pending future and its event. Called when the future is done."""
+
+    __slots__ = ("event", "fut", "notifier", "order", "owner")
+
+    def __init__(
+        self, notifier: Notifier, fut: Any, event: Any, order: int | None, owner: Any
+    ) -> None:
+        self.notifier = notifier
+        self.fut = fut
+        self.event = event
+        self.order = order  # the stream's handle: later items on it cannot be done first
+        self.owner = owner  # the _PerContext the event returns to (None: destroyed)
+
+    def __call__(self, fut: Any) -> None:
+        # The future was cancelled, or completed by someone else.
+        self.notifier._dropped(self)
+
+
+class _PerContext:
+    """A notifier's resources in one context: spare events and private streams.
+
+    Holds a lease on the context, so a closed one is destroyed only after them.
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.lease: Any = ctx._lease()
+        self.events: list[Any] = []
+        self.streams: list[Any] = []
+        self.last: list[_Item | None] = []  # each private stream's last future
+        self.turn = 0
+
+
+class Notifier:
+    """The semaphore, waiter thread and pending futures of one event loop.
+
+    Counts: ``_expected`` posts will arrive (host functions enqueued, Python wakes),
+    ``_consumed`` were taken; ``_credit`` is posts taken minus futures removed, so a
+    positive credit means at least that many pending futures are done.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)
+        self._lock = threading.Lock()
+        self._pending: dict[_Item, None] = {}
+        self._contexts: dict[int, _PerContext] = {}
+        self._expected = self._consumed = self._credit = 0
+        self._scheduled = self._sweep = self._closing = False
+        self._sem = 0
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    # -- enqueueing (any thread) ---------------------------------------------------------
+    def watch(self, fut: Any, event: Any, order: int | None, owner: Any) -> _Item:
+        """Add ``fut`` (done when ``event`` is) to the pending set; one post is expected.
+
+        Starts the waiter (and makes the semaphore) on first use.
+        """
+        item = _Item(self, fut, event, order, owner)
+        fut.add_done_callback(item)
+        start = None
+        try:
+            with self._lock:
+                if self._closing:
+                    raise RuntimeError(_CLOSED)
+                if not self._sem:
+                    self._sem = semaphores().new()
+                self._pending[item] = None
+                self._expected += 1
+                if self._thread is None:
+                    start = self._thread = threading.Thread(
+                        target=self._run, name="cudriver-aio-waiter", daemon=True
+                    )
+        except BaseException:
+            fut.remove_done_callback(item)
+            raise
+        if start is not None:
+            with _registry_lock:
+                _LIVE.add(self)
+            try:
+                start.start()
+            except BaseException:  # no thread: undo (the caller keeps the event)
+                with self._lock:
+                    self._thread = None
+                    self._expected -= 1
+                    del self._pending[item]
+                fut.remove_done_callback(item)
+                raise
+        return item
+
+    def unwatch(self, item: _Item) -> None:
+        """Undo :meth:`watch` when the host function could not be enqueued."""
+        with self._lock:
+            self._expected -= 1
+            mine = item in self._pending
+            if mine:
+                del self._pending[item]
+            else:
+                self._credit += 1  # removed already: it counted a post that never comes
+        item.fut.remove_done_callback(item)
+        if mine:
+            self._finish(item)
+
+    def enqueue(self, loop: Any, ctx: Context, stream_h: Any, order: int | None) -> _Item:
+        """Record an event on ``stream_h``, then ``sem_post`` there; the future's item."""
+        api = semaphores()
+        call = _bindings.launch_host_func()
+        res, ev = self._event(ctx)
+        try:
+            r = _cuEventRecord(ev, stream_h)
+            if r[0] is not SUCCESS:
+                raise error_for(r[0], _cuEventRecord)
+            item = self.watch(loop.create_future(), ev, order, res)
+        except BaseException:
+            _release(_cuEventDestroy, ev, "event")
+            raise
+        code = call(int(stream_h), api.post_address, self._sem)
+        if code:
+            self.unwatch(item)
+            raise error_for(code, call)
+        return item
+
+    def _context(self, ctx: Context) -> _PerContext:
+        # Caller holds _lock.
+        if self._closing:
+            raise RuntimeError(_CLOSED)
+        res = self._contexts.get(ctx._key)
+        if res is None:
+            res = self._contexts[ctx._key] = _PerContext(ctx)
+        return res
+
+    def _event(self, ctx: Context) -> tuple[_PerContext, Any]:
+        """A spare event of ``ctx``'s, or a new one (``cuEventCreate``, no timing)."""
+        with self._lock:
+            res = self._context(ctx)
+            if res.events:
+                return res, res.events.pop()
+        pushed = enter_context(ctx._closed_check(), ctx._key)
+        try:
+            r = _cuEventCreate(_DISABLE_TIMING)
+        finally:
+            leave_context(pushed)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], _cuEventCreate)
+        return res, r[1]
+
+    def private_stream(self, ctx: Context) -> tuple[_PerContext, int]:
+        """An idle private stream of ``ctx`` (made while fewer than the limit).
+
+        Idle: its last future resolved, or all its work done (``cuStreamQuery``).
+        """
+        with self._lock:
+            res = self._context(ctx)
+            for i, last in enumerate(res.last):
+                if last is None or (last.event is None and not last.fut.cancelled()):
+                    return res, i
+                if _cuStreamQuery(res.streams[i])[0] is SUCCESS:
+                    return res, i
+            if len(res.streams) >= PRIVATE_STREAMS:
+                res.turn = (res.turn + 1) % len(res.streams)
+                return res, res.turn
+        pushed = enter_context(ctx._closed_check(), ctx._key)
+        try:
+            r = _cuStreamCreate(_NON_BLOCKING)
+        finally:
+            leave_context(pushed)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], _cuStreamCreate)
+        with self._lock:
+            if not self._closing:
+                res.streams.append(r[1])
+                res.last.append(None)
+                return res, len(res.streams) - 1
+        _release(_cuStreamDestroy, r[1], "private stream")
+        raise RuntimeError(_CLOSED)
+
+    def _finish(self, item: _Item) -> None:
+        """Return a removed item's event to its context's spares (or destroy it)."""
+        ev, item.event = item.event, None
+        res = item.owner
+        if ev is None:
+            return
+        with self._lock:
+            if res is not None and not self._closing and len(res.events) < _SPARE_EVENTS:
+                res.events.append(ev)  # re-recording it later is fine, even if pending
+                return
+        _release(_cuEventDestroy, ev, "event")
+
+    # -- the loop's side ------------------------------------------------------------------
+    def _dropped(self, item: _Item) -> None:
+        """A pending future was cancelled (or completed elsewhere): forget it."""
+        with self._lock:
+            if item not in self._pending:
+                return
+            del self._pending[item]
+            self._credit -= 1  # its post will still come
+        self._finish(item)
+
+    def check(self) -> None:
+        """Resolve the pending futures whose events are done (runs on the loop's thread)."""
+        with self._lock:
+            self._scheduled = False
+            sweep, self._sweep = self._sweep, False
+            pending = self._pending
+            credit = self._credit
+            if not pending or (credit <= 0 and not sweep):
+                return
+            done: list[tuple[_Item, Any]] = []
+            stalled: list[_Item] = []
+            skipped: list[_Item] = []
+            blocked: set[int] = set()
+            for item in pending:
+                if item.order is not None and item.order in blocked:
+                    skipped.append(item)
+                    continue
+                s = _cuEventQuery(item.event)[0]
+                if s is _NOT_READY:
+                    stalled.append(item)
+                    if item.order is not None:
+                        blocked.add(item.order)
+                    continue
+                done.append((item, s))
+                if not sweep and len(done) >= credit:
+                    break
+            if len(done) < credit:
+                # A stream handle reused (or the same per-thread handle) can put a done
+                # item behind a pending one: look at those too, so no post is lost.
+                for item in skipped:
+                    s = _cuEventQuery(item.event)[0]
+                    if s is not _NOT_READY:
+                        done.append((item, s))
+                        if not sweep and len(done) >= credit:
+                            break
+            for item, _s in done:
+                del pending[item]
+            for item in stalled:
+                del pending[item]
+                pending[item] = None  # to the back: the next check starts elsewhere
+            self._credit -= len(done)
+        for item, s in done:
+            fut = item.fut
+            fut.remove_done_callback(item)
+            if not fut.done():
+                if s is SUCCESS:
+                    fut.set_result(None)
+                else:
+                    fut.set_exception(error_for(s, _cuEventQuery))
+            self._finish(item)
+
+    def _fail(self, items: list[_Item], err: BaseException) -> None:
+        for item in items:  # the waiter failed: so do the pending futures (loop's thread)
+            item.fut.remove_done_callback(item)
+            if not item.fut.done():
+                item.fut.set_exception(err)
+            self._finish(item)
+
+    # -- the waiter thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._wait()
+        except BaseException as exc:
+            with self._lock:
+                items = self._close_locked()
+            err = RuntimeError(f"the cudriver.aio waiter thread failed: {exc!r}")
+            loop = self._loop()
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(self._fail, items, err)
+            raise
+
+    def _wait(self) -> None:
+        api = semaphores()
+        sem = self._sem
+        while True:
+            n = api.take(sem, SWEEP_SECONDS)
+            dropped: list[_Item] = []
+            with self._lock:
+                self._consumed += n
+                self._credit += n
+                loop = self._loop()
+                if not self._closing and (loop is None or loop.is_closed()):
+                    dropped = self._close_locked()
+                schedule = False
+                if not self._closing and self._pending:
+                    if not n:
+                        self._sweep = True
+                    if not self._scheduled:
+                        schedule = self._scheduled = True
+                retire = self._closing and self._consumed >= self._expected
+            if schedule:
+                try:
+                    loop.call_soon_threadsafe(self.check)  # type: ignore[union-attr]
+                except RuntimeError:  # closed meanwhile
+                    with self._lock:
+                        dropped = self._close_locked()
+                        retire = self._consumed >= self._expected
+            del loop  # the waiter must not keep the loop alive
+            for item in dropped:
+                self._finish(item)
+            if retire:
+                self._retire()
+                return
+
+    # -- closing --------------------------------------------------------------------------
+    def _close_locked(self) -> list[_Item]:
+        self._closing = True
+        items = list(self._pending)
+        self._pending.clear()
+        return items
+
+    def close(self, *, cancel: bool) -> None:
+        """Stop: drop (or cancel) the pending futures; the waiter exits once drained."""
+        with self._lock:
+            if self._closing:
+                return
+            items = self._close_locked()
+            wake = self._thread is not None
+            if wake:
+                self._expected += 1
+        if wake:
+            semaphores().post(self._sem)
+        for item in items:
+            item.fut.remove_done_callback(item)
+            if cancel and not item.fut.done():
+                item.fut.cancel()
+            self._finish(item)
+
+    def _retire(self) -> None:
+        """Every post was taken: free the semaphore and the private streams."""
+        with _registry_lock:
+            _LIVE.discard(self)
+            loop = self._loop()
+            if loop is not None and _BY_LOOP.get(loop) is self:
+                del _BY_LOOP[loop]
+            del loop
+        with self._lock:
+            sem, self._sem = self._sem, 0
+            kept = list(self._contexts.values())
+            self._contexts.clear()
+            self._thread = None
+        if os.getpid() != self._pid or GUARD.forked:
+            return
+        if sem:
+            semaphores().free(sem)
+        for res in kept:  # no future is left: every event and stream is idle
+            for ev in res.events:
+                _release(_cuEventDestroy, ev, "event")
+            for h in res.streams:
+                _release(_cuStreamDestroy, h, "private stream")
+            res.lease = None
+
+    def _abandon(self) -> None:
+        """In a forked child: forget everything, touch nothing of the parent's."""
+        self._lock = threading.Lock()
+        self._closing = True
+        self._pending.clear()
+        self._contexts.clear()
+        self._thread = None
+        self._sem = 0
+
+
+def _release(fn: Any, h: Any, what: str) -> None:
+    """Destroy a handle of ours; a failure becomes a :class:`~cudriver.CudaWarning`."""
+    if GUARD.forked or sys.is_finalizing():
+        return
+    try:
+        r = fn(h)
+    except Exception as exc:  # the driver library went away
+        msg = f"destroying a cudriver.aio {what} failed: {exc!r}"
+    else:
+        if r[0] is SUCCESS:
+            return
+        msg = f"destroying a cudriver.aio {what} failed: {error_for(r[0], fn)}"
+    try:
+        warnings.warn(msg, CudaWarning, stacklevel=2)
+    except Exception:  # warnings turned into errors must not escape
+        pass
+
+
+# -- the registries ------------------------------------------------------------------------
+_registry_lock = threading.Lock()
+#: Each loop's notifier (weakly keyed: a collected loop's entry goes).
+_BY_LOOP: weakref.WeakKeyDictionary[Any, Notifier] = weakref.WeakKeyDictionary()
+#: Notifiers whose waiter runs, kept until every post enqueued has been taken.
+_LIVE: set[Notifier] = set()
+
+
+def notifier_for(loop: asyncio.AbstractEventLoop) -> Notifier:
+    """``loop``'s notifier (a new one if it has none, or its last one is closing)."""
+    with _registry_lock:
+        n = _BY_LOOP.get(loop)
+        if n is None or n._closing:
+            n = _BY_LOOP[loop] = Notifier(loop)
+        return n
+
+
+def _after_fork_in_child() -> None:
+    global _registry_lock
+    _registry_lock = threading.Lock()  # the parent's may have been held at the fork
+    for n in [*_LIVE, *_BY_LOOP.values()]:
+        n._abandon()
+    _LIVE.clear()
+    _BY_LOOP.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def shutdown(loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Stop watching ``loop``'s futures now (default: the running loop).
+
+    Pending futures are cancelled (call this from the loop's thread, or after the loop
+    closed: then they are only dropped); their events are destroyed. The waiter thread
+    is woken with a post from Python and exits once every ``sem_post`` enqueued on a
+    stream has run. Does not block. Futures asked for later get a new notifier.
+    Without this, the waiter notices a closed loop within :data:`SWEEP_SECONDS`.
+    """
+    if loop is None:
+        loop = asyncio.get_running_loop()
+    with _registry_lock:
+        n = _BY_LOOP.pop(loop, None)
+    if n is not None:
+        n.close(cancel=not loop.is_closed())
+
+
+# -- the futures ----------------------------------------------------------------------------
+def _loop_arg(loop: Any) -> Any:
+    if loop is None:
+        return asyncio.get_running_loop()  # RuntimeError: no running event loop
+    if not isinstance(loop, asyncio.AbstractEventLoop):
+        raise TypeError(f"loop must be an asyncio event loop, not {type(loop).__name__}")
+    if loop.is_closed():
+        raise RuntimeError("the event loop is closed")
+    return loop
+
+
+def _begin(obj: Any, loop: Any) -> tuple[Any, Any]:
+    """The checks made before any driver call; ``(loop, pin)``: unpin when done."""
+    if getattr(obj, "_h", None) is None:  # closed (or never opened)
+        obj._raise_closed()
+    loop = _loop_arg(loop)
+    semaphores()
+    if GUARD.armed:
+        GUARD.check()
+    return loop, _handle.pin(obj)
+
+
+def _stream_future(stream: Any, loop: Any) -> Any:
+    loop, st = _begin(stream, loop)
+    try:
+        h = stream._h
+        r = _cuStreamIsCapturing(h)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], _cuStreamIsCapturing)
+        if r[1] is not _NOT_CAPTURING:
+            raise StreamCaptureError(
+                _R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                "cuLaunchHostFunc",
+                "a capturing stream cannot be awaited: the host function that signals "
+                "completion would be captured into the graph; await the stream after "
+                "the capture ends (or the stream a GraphExec is launched on)",
+            )
+        key = stream._key  # the default streams' handles are not one stream each
+        return notifier_for(loop).enqueue(loop, stream.context, h, key if key > 2 else None).fut
+    finally:
+        _handle.unpin(st)
+
+
+def _event_future(event: Any, loop: Any) -> Any:
+    loop, st = _begin(event, loop)
+    try:
+        h = event._h
+        s = _cuEventQuery(h)[0]
+        if s is SUCCESS:
+            fut = loop.create_future()
+            fut.set_result(None)
+            return fut
+        if s is not _NOT_READY:
+            captured = s in (_R.CUDA_ERROR_CAPTURED_EVENT, _R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+            why = "the event was last recorded in a capturing stream" if captured else None
+            raise error_for(s, _cuEventQuery, why)
+        ctx = event.context
+        n = notifier_for(loop)
+        res, i = n.private_stream(ctx)
+        ps = res.streams[i]
+        r = _cuStreamWaitEvent(ps, h, 0)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], _cuStreamWaitEvent)
+        item = res.last[i] = n.enqueue(loop, ctx, ps, int(ps))
+        return item.fut
+    finally:
+        _handle.unpin(st)
+
+
+class Awaitable:
+    """The asyncio side of :class:`~cudriver.Stream` and :class:`~cudriver.Event`.
+
+    ``await stream`` / ``await event`` wait without blocking the event loop; see
+    :meth:`done_future`.
+    """
+
+    __slots__ = ()
+
+    def done_future(self, *, loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Future[None]:
+        """A future that resolves (to None) when the GPU gets here.
+
+        For a stream: once all the work enqueued on it so far has completed. For an
+        event: once the work its last record captured (at the time of this call) has
+        completed; an event already complete gives a future already done.
+
+        Driver calls, none of which synchronises: a stream calls
+        ``cuStreamIsCapturing``, ``cuEventRecord`` and ``cuLaunchHostFunc`` (the host
+        function is libc's ``sem_post``: no Python runs on the driver's thread); an
+        event calls ``cuEventQuery``, then on an idle private stream of the notifier
+        (``cuStreamQuery``; ``cuStreamCreate`` for a new one) ``cuStreamWaitEvent``,
+        ``cuEventRecord`` and ``cuLaunchHostFunc``. ``cuEventCreate`` when no spare
+        event is left. Resolving it costs a ``cuEventQuery`` on the loop's thread. The
+        first future of a loop starts its waiter thread.
+
+        Parameters
+        ----------
+        loop
+            The event loop the future belongs to; default: the running loop. From
+            another thread, pass the loop; the future must still be awaited (or
+            cancelled) on the loop's own thread.
+
+        Returns
+        -------
+        asyncio.Future
+            Resolves to None; set to the :class:`~cudriver.CudaError` that
+            ``cuEventQuery`` returned if the work failed (e.g. a
+            :class:`~cudriver.LaunchError`). Cancelling it stops the watch; the GPU
+            work is unaffected.
+
+        Raises
+        ------
+        ClosedError
+            The stream or event is closed.
+        RuntimeError
+            No running event loop (and no ``loop``), or the loop is closed.
+        StreamCaptureError
+            The stream is capturing (the host function would be captured into the
+            graph), or the event was last recorded in a capturing stream.
+        NotPermittedError
+            Called inside a host function, or in a forked child.
+        NotSupportedError
+            The C library has no unnamed POSIX semaphores (not Linux).
+        """
+        if isinstance(self, StreamBase):
+            return _stream_future(self, loop)  # type: ignore[no-any-return]
+        return _event_future(self, loop)  # type: ignore[no-any-return]
+
+    def __await__(self) -> Generator[Any, None, None]:
+        """``await obj``: :meth:`done_future` on the running loop, awaited."""
+        return self.done_future().__await__()
