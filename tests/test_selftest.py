@@ -5,9 +5,12 @@ import subprocess
 import sys
 
 import pytest
+from cuda.bindings import driver as drv
 
 from cudriver import _selftest as selftest
+from cudriver.__main__ import main as cli_main
 from cudriver._selftest import Check, Runner, format_line
+from cudriver.errors import make_error
 
 from .conftest import gpu_unavailable_reason
 
@@ -96,16 +99,68 @@ def test_wait_times_out_instead_of_hanging() -> None:
     assert not s.synced
 
 
+def test_exit_statuses() -> None:
+    assert (selftest.EXIT_OK, selftest.EXIT_FAILED) == (0, 1)
+    assert (selftest.EXIT_USAGE, selftest.EXIT_NO_DRIVER) == (2, 3)
+    help_text = selftest.build_parser().format_help()
+    assert "3 no NVIDIA driver or no CUDA device" in " ".join(help_text.split())
+
+
 @pytest.mark.parametrize("argv", [["--device", "-1"], ["--device", "x"], ["--nope"]])
 def test_usage_errors_exit_2(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as info:
         selftest.main(argv)
+    assert info.value.code == selftest.EXIT_USAGE == 2
+
+
+@pytest.mark.parametrize("argv", [["--device", "-1"], ["--nope"]])
+def test_usage_errors_through_the_cli_exit_2(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli_main(["selftest", *argv])
     assert info.value.code == 2
 
 
+def test_zero_devices_returns_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(selftest, "init", lambda: None)
+    monkeypatch.setattr(selftest.Device, "count", staticmethod(lambda: 0))
+    assert selftest.main([]) == selftest.EXIT_NO_DRIVER
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == "cudriver: the CUDA driver sees no device\n"
+
+
+@pytest.mark.parametrize(
+    ("result", "status"),
+    [
+        (drv.CUresult.CUDA_ERROR_NO_DEVICE, selftest.EXIT_NO_DRIVER),
+        (drv.CUresult.CUDA_ERROR_UNKNOWN, selftest.EXIT_FAILED),
+        (drv.CUresult.CUDA_ERROR_INVALID_DEVICE, selftest.EXIT_FAILED),
+    ],
+)
+def test_init_errors(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    result: drv.CUresult,
+    status: int,
+) -> None:
+    def failing_init() -> None:
+        raise make_error(result, "cuInit")
+
+    monkeypatch.setattr(selftest, "init", failing_init)
+    assert selftest.main([]) == status
+    assert cli_main(["selftest"]) == status
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 2
+    assert all(line.startswith(f"cudriver: cuInit failed: {result.name}") for line in lines)
+
+
 @no_driver
-def test_main_without_driver_returns_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert selftest.main([]) == 2
+def test_main_without_driver_returns_3(capsys: pytest.CaptureFixture[str]) -> None:
+    assert selftest.main([]) == selftest.EXIT_NO_DRIVER == 3
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
@@ -114,14 +169,14 @@ def test_main_without_driver_returns_2(capsys: pytest.CaptureFixture[str]) -> No
 
 
 @no_driver
-def test_module_without_driver_exits_2() -> None:
+def test_module_without_driver_exits_3() -> None:
     p = subprocess.run(
         [sys.executable, "-m", "cudriver._selftest"],
         capture_output=True,
         text=True,
         check=False,
     )
-    assert p.returncode == 2
+    assert p.returncode == 3
     assert p.stdout == ""
     assert "Traceback" not in p.stderr
     lines = p.stderr.strip().splitlines()

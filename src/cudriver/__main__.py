@@ -1,64 +1,217 @@
-"""Command line: ``python -m cudriver {info,selftest}``."""
+"""Command line: ``python -m cudriver [--version] {info [--json], selftest [--device N]}``.
+
+``--version`` prints ``cudriver X.Y.Z``. ``info`` prints what is installed (cudriver
+and which implementation runs, cuda-bindings, Python, NVRTC) and, where a driver is
+present, the driver's version and each device; ``info --json`` prints the same as one
+JSON object, with ``"driver": null`` and an ``"error"`` string where no driver or no
+device is usable. ``selftest`` runs the end-to-end check of :mod:`cudriver._selftest`.
+
+Exit statuses, the same for every command:
+
+* 0 (:data:`EXIT_OK`): success.
+* 1 (:data:`EXIT_FAILED`): a check failed (a self-test check, a CUDA error).
+* 2 (:data:`EXIT_USAGE`): a usage error (argparse's own status).
+* 3 (:data:`EXIT_NO_DRIVER`): no NVIDIA driver, or a driver that sees no CUDA device.
+
+Without a driver, ``info`` still prints the versions it can read before the error,
+and ``info --json`` still prints its object.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import platform
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from . import __version__, _impl
+from ._bindings import MAJOR as BINDINGS_MAJOR
 from ._bindings import version_string
 from ._enums import DeviceAttribute
 from ._init import driver_version, init
+from ._selftest import EXIT_FAILED, EXIT_NO_DRIVER, EXIT_OK, EXIT_USAGE
 from ._selftest import main as selftest_main
 from .device import Device
-from .errors import CudaError, DriverNotFoundError
+from .errors import CudaError, DriverNotFoundError, NoDeviceError
+from .program import _compatibility_note as compatibility_note
+from .program import nvrtc_version
 
-EXIT_NO_DRIVER = 2
+__all__ = ["EXIT_FAILED", "EXIT_NO_DRIVER", "EXIT_OK", "EXIT_USAGE", "cli", "collect", "main"]
+
+NO_DEVICE = "the CUDA driver sees no device"
+
+EPILOG = """\
+exit statuses, the same for every command:
+  0  success
+  1  a check failed (a self-test check, a CUDA error)
+  2  usage error
+  3  no NVIDIA driver, or no CUDA device
+"""
 
 
-def _info() -> int:
-    print(f"cudriver {__version__} ({_impl.IMPLEMENTATION}: {_impl.REASON})")
-    print(f"cuda-bindings {version_string()}")
-    init()
-    major, minor = driver_version()
-    print(f"CUDA driver {major}.{minor}")
-    n = Device.count()
-    print(f"devices: {n}")
-    for i in range(n):
-        d = Device(i)
-        print(f"  [{i}] {d.name}")
-        print(f"      compute capability {d.compute_capability} ({d.arch})")
-        print(f"      memory {d.total_memory / 2**30:.1f} GiB, {d.multiprocessor_count} SMs")
-        print(f"      PCI {d.pci_bus_id}, UUID {d.uuid}")
-        mem_ops64 = d.attribute(DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS)
-        nor = d.attribute(DeviceAttribute.CAN_USE_STREAM_WAIT_VALUE_NOR)
-        print(f"      stream memory ops: 64-bit {bool(mem_ops64)}, wait NOR {bool(nor)}")
-    return 0
+def _device(d: Device) -> dict[str, Any]:
+    cc = d.compute_capability
+    return {
+        "ordinal": d.ordinal,
+        "name": d.name,
+        "compute_capability": f"{cc.major}.{cc.minor}",
+        "arch": cc.arch,
+        "total_memory": d.total_memory,
+        "multiprocessor_count": d.multiprocessor_count,
+        "pci_bus_id": d.pci_bus_id,
+        "uuid": str(d.uuid),
+        "can_use_64_bit_stream_mem_ops": bool(
+            d.attribute(DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS)
+        ),
+        "can_use_stream_wait_value_nor": bool(
+            d.attribute(DeviceAttribute.CAN_USE_STREAM_WAIT_VALUE_NOR)
+        ),
+    }
+
+
+def collect() -> tuple[dict[str, Any], int]:
+    """What ``info`` reports, as a JSON-ready dict, and the exit status.
+
+    The dict always has the same keys: ``cudriver``, ``implementation``,
+    ``implementation_reason``, ``cuda_bindings``, ``python``, ``python_implementation``,
+    ``platform``, ``nvrtc``
+    (``"13.0"`` or None) and ``nvrtc_error`` (why it is None), ``driver`` (``"13.0"``
+    or None), ``devices`` (a list, empty without a driver), ``notes`` (warnings about
+    the combination installed, e.g. an NVRTC newer than the driver) and ``error``
+    (None, or why the driver or a device could not be read).
+    """
+    report: dict[str, Any] = {
+        "cudriver": __version__,
+        "implementation": _impl.IMPLEMENTATION,
+        "implementation_reason": _impl.REASON,
+        "cuda_bindings": version_string(),
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "nvrtc": None,
+        "nvrtc_error": None,
+        "driver": None,
+        "devices": [],
+        "notes": [],
+        "error": None,
+    }
+    nvrtc: tuple[int, int] | None = None
+    try:
+        nvrtc = nvrtc_version()
+    except Exception as exc:  # missing (NvrtcNotFoundError) or broken: reported, not raised
+        report["nvrtc_error"] = str(exc) or type(exc).__name__
+    else:
+        report["nvrtc"] = f"{nvrtc[0]}.{nvrtc[1]}"
+    status = EXIT_OK
+    drv: tuple[int, int] | None = None
+    try:
+        drv = driver_version()
+        report["driver"] = f"{drv[0]}.{drv[1]}"
+        init()
+        n = Device.count()
+        for i in range(n):
+            report["devices"].append(_device(Device(i)))
+        if n == 0:
+            report["error"] = NO_DEVICE
+            status = EXIT_NO_DRIVER
+    except (DriverNotFoundError, NoDeviceError) as exc:
+        report["error"] = str(exc)
+        status = EXIT_NO_DRIVER
+    except CudaError as exc:
+        report["error"] = str(exc)
+        status = EXIT_FAILED
+    if nvrtc is not None:
+        note = compatibility_note(nvrtc, driver=drv, bindings_major=BINDINGS_MAJOR)
+        if note:
+            report["notes"].append(note)
+    return report, status
+
+
+def _print_info(report: dict[str, Any]) -> None:
+    r = report
+    print(f"cudriver {r['cudriver']} ({r['implementation']}: {r['implementation_reason']})")
+    print(f"cuda-bindings {r['cuda_bindings']}")
+    print(f"Python {r['python']} ({r['python_implementation']}) on {r['platform']}")
+    if r["nvrtc"] is not None:
+        print(f"NVRTC {r['nvrtc']}")
+    else:
+        print(f"NVRTC not available: {r['nvrtc_error']}")
+    if r["driver"] is not None:
+        print(f"CUDA driver {r['driver']}")
+        if r["error"] is None or r["devices"]:
+            print(f"devices: {len(r['devices'])}")
+    for d in r["devices"]:
+        gib = d["total_memory"] / 2**30
+        print(f"  [{d['ordinal']}] {d['name']}")
+        print(f"      compute capability {d['compute_capability']} ({d['arch']})")
+        print(f"      memory {gib:.1f} GiB, {d['multiprocessor_count']} SMs")
+        print(f"      PCI {d['pci_bus_id']}, UUID {d['uuid']}")
+        print(
+            f"      stream memory ops: 64-bit {d['can_use_64_bit_stream_mem_ops']}, "
+            f"wait NOR {d['can_use_stream_wait_value_nor']}"
+        )
+    for note in r["notes"]:
+        print(f"note: {note}")
+    sys.stdout.flush()
+    if r["error"] is not None:
+        print(f"cudriver: {r['error']}", file=sys.stderr)
+
+
+def _info(as_json: bool) -> int:
+    report, status = collect()
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        _print_info(report)
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="python -m cudriver",
+        description="cudriver's command line: what is installed, and an end-to-end check.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"cudriver {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    info = sub.add_parser(
+        "info",
+        help="versions, driver and devices",
+        description="Versions (cudriver, cuda-bindings, Python, NVRTC), the driver and "
+        "each device.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    sub.add_parser("selftest", help="end-to-end check on a GPU (exit 0 when all passed)")
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status (usage errors exit with 2)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="python -m cudriver", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="driver, bindings and device information")
-    sub.add_parser("selftest", help="end-to-end check on a GPU (exit 0 when all passed)")
+    parser = build_parser()
     if args_list and args_list[0] == "selftest":
-        command, rest = args_list[0], args_list[1:]
+        # The self-test parses its own options (and prints its own help).
+        command, rest, as_json = args_list[0], args_list[1:], False
     else:
-        command, rest = parser.parse_args(args_list).command, []
+        args = parser.parse_args(args_list)
+        command, rest, as_json = args.command, [], bool(getattr(args, "json", False))
     try:
         if command == "info":
-            return _info()
+            return _info(as_json)
         if command == "selftest":
             return selftest_main(rest)
-    except DriverNotFoundError as exc:
+    except (DriverNotFoundError, NoDeviceError) as exc:
         print(f"cudriver: {exc}", file=sys.stderr)
         return EXIT_NO_DRIVER
     except CudaError as exc:
         print(f"cudriver: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     parser.error(f"unknown command {command!r}")  # pragma: no cover
 
 

@@ -3,9 +3,12 @@
 Compiles kernels with NVRTC, runs one on a :class:`~cudriver.memory.DeviceBuffer`
 and compares with numpy, then captures a graph holding kernels, a host function
 and stream memory operations on mapped pinned memory, replays it three times and
-checks every result. Prints one line per check (``PASS``/``FAIL`` and its time)
-and returns 0 only when every check passed, 1 otherwise, and 2 (with one line on
-stderr, as ``python -m cudriver info`` does) when no driver is installed.
+checks every result. Prints one line per check (``PASS``/``FAIL`` and its time).
+
+Its exit statuses are the command line's (:mod:`cudriver.__main__`), defined here:
+0 when every check passed, 1 when one failed (or a CUDA error stopped the test), 2 for
+a usage error, 3 (with one line on stderr) when no driver is installed or it sees no
+device.
 """
 
 from __future__ import annotations
@@ -23,14 +26,35 @@ from . import __version__
 from ._bindings import version_string
 from ._init import driver_version, init
 from .device import Device
-from .errors import CudaError, DriverNotFoundError
+from .errors import CudaError, DriverNotFoundError, NoDeviceError
 from .memory import DeviceBuffer
 from .module import Module
 from .pinned import PinnedBuffer
 from .program import compile as nvrtc_compile
 from .stream import Stream
 
-__all__ = ["SOURCE", "Check", "Runner", "build_parser", "format_line", "main"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_NO_DRIVER",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "SOURCE",
+    "Check",
+    "Runner",
+    "build_parser",
+    "format_line",
+    "main",
+]
+
+# The exit statuses of every ``python -m cudriver`` command (re-exported there).
+#: Success.
+EXIT_OK = 0
+#: A check failed: a self-test check, or a CUDA error.
+EXIT_FAILED = 1
+#: A usage error: argparse's own status.
+EXIT_USAGE = 2
+#: No NVIDIA driver, or a driver that sees no CUDA device.
+EXIT_NO_DRIVER = 3
 
 #: The kernels the self-test compiles.
 SOURCE = r"""
@@ -314,23 +338,32 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m cudriver selftest",
         description="End-to-end check on a GPU: NVRTC, kernels, graphs with host "
-        "functions and memory operations. Exit status 0 when every check passed.",
+        "functions and memory operations.",
+        epilog="exit statuses: 0 every check passed, 1 a check failed (or a CUDA error), "
+        "2 usage error, 3 no NVIDIA driver or no CUDA device",
     )
     p.add_argument("--device", metavar="N", type=_ordinal, default=0, help="device ordinal")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the self-test; returns 0 when all checks passed, 1 if not, 2 without a driver."""
+    """Run the self-test; returns 0 when all checks passed, 1 if not, 3 without a driver.
+
+    A usage error exits with 2 (argparse's ``SystemExit``), and no device (the driver
+    sees none) returns 3, as no driver does.
+    """
     args = build_parser().parse_args(argv)
     try:
         init()
-    except DriverNotFoundError as exc:
+        if Device.count() == 0:
+            print("cudriver: the CUDA driver sees no device", file=sys.stderr)
+            return EXIT_NO_DRIVER
+    except (DriverNotFoundError, NoDeviceError) as exc:
         print(f"cudriver: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_NO_DRIVER
     except CudaError as exc:
         print(f"cudriver: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     t = _Selftest(args.device)
     r = Runner()
     try:
@@ -346,7 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         t.close()
     print(r.summary())
-    return 0 if r.ok else 1
+    return EXIT_OK if r.ok else EXIT_FAILED
 
 
 if __name__ == "__main__":

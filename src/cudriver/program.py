@@ -1,10 +1,16 @@
 """Compile CUDA C++ to PTX or a cubin at run time with NVRTC (an optional dependency).
 
-NVRTC's library comes from the ``nvidia-cuda-nvrtc`` wheel (``pip install
-"cudriver[nvrtc]"``) or a CUDA toolkit; ``cuda.bindings.nvrtc`` finds it on first use.
-Without it, :func:`compile` and :func:`nvrtc_version` raise
+NVRTC's library comes from the NVRTC wheel of the CUDA major in use (cudriver's
+``cu13`` extra, alias ``nvrtc``, brings ``nvidia-cuda-nvrtc`` 13.x; its ``cu12`` extra
+``nvidia-cuda-nvrtc-cu12``) or a CUDA toolkit; ``cuda.bindings.nvrtc`` finds it on first
+use. Without it, :func:`compile` and :func:`nvrtc_version` raise
 :class:`NvrtcNotFoundError`, an ``ImportError``: it is a missing optional dependency,
 reported when first needed rather than at import.
+
+PTX needs a driver at least as new as the NVRTC that made it: a CUDA 12 driver cannot
+load PTX from NVRTC 13 (nor a 12.4 driver PTX from NVRTC 12.9).
+``_compatibility_note`` says so for a given NVRTC and driver (``python -m cudriver
+info`` prints it), and :meth:`cudriver.Module.load` explains the load error.
 """
 
 from __future__ import annotations
@@ -26,9 +32,11 @@ class NvrtcNotFoundError(ImportError):
     def __init__(self, detail: str = "") -> None:
         msg = (
             "NVRTC (the CUDA runtime compiler library, libnvrtc) could not be loaded: "
-            'install it with `pip install "cudriver[nvrtc]"`, which brings the '
-            "nvidia-cuda-nvrtc package (for cuda-bindings 12.x: nvidia-cuda-nvrtc-cu12), "
-            "or put a CUDA toolkit's libnvrtc on the library path"
+            "install the NVRTC wheel of the driver's CUDA major: in a clone of cudriver, "
+            '`pip install ".[cu13]"` (the extra cudriver[nvrtc] is its alias) brings the '
+            'nvidia-cuda-nvrtc package, and `pip install ".[cu12]"`, for a CUDA 12 '
+            "driver, nvidia-cuda-nvrtc-cu12; or put a CUDA toolkit's libnvrtc on the "
+            "library path"
         )
         if detail:
             msg = f"{msg} ({detail})"
@@ -80,6 +88,10 @@ def _nvrtc() -> Any:
 def nvrtc_version() -> tuple[int, int]:
     """The loaded NVRTC's version, e.g. ``(13, 0)`` (``nvrtcVersion``).
 
+    PTX that NVRTC makes loads only on a driver at least this new
+    (:func:`cudriver.driver_version`); a cubin is not held to that within one CUDA
+    major (CUDA's minor version compatibility).
+
     Raises
     ------
     NvrtcNotFoundError
@@ -88,6 +100,56 @@ def nvrtc_version() -> tuple[int, int]:
     _nvrtc()
     assert _version is not None
     return _version
+
+
+def _nvrtc_wheel(major: int) -> str:
+    """The PyPI name of CUDA ``major``'s NVRTC wheel."""
+    return "nvidia-cuda-nvrtc-cu12" if major == 12 else "nvidia-cuda-nvrtc"
+
+
+def _compatibility_note(
+    nvrtc: tuple[int, int], *, driver: tuple[int, int] | None, bindings_major: int
+) -> str | None:
+    """Why the PTX this NVRTC makes would not load, or None when nothing is wrong.
+
+    ``driver`` is the driver's CUDA version (None when no driver is present): PTX
+    loads only on a driver at least as new as the NVRTC that made it. Without a driver,
+    an NVRTC of a newer major than the bindings' is reported: a driver of the bindings'
+    major cannot load its PTX.
+    """
+    n = f"{nvrtc[0]}.{nvrtc[1]}"
+    if driver is not None:
+        if nvrtc <= driver:
+            return None
+        d = f"{driver[0]}.{driver[1]}"
+        head = (
+            f"NVRTC {n} is newer than the CUDA {d} driver, which cannot load the PTX it "
+            "makes (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)"
+        )
+        if nvrtc[0] != driver[0]:
+            if driver[0] in (12, 13):
+                fix = (
+                    f"install CUDA {driver[0]}'s NVRTC instead (cudriver's cu{driver[0]} "
+                    f'extra, `pip install ".[cu{driver[0]}]"`, after `pip uninstall '
+                    f"{_nvrtc_wheel(nvrtc[0])}`), or update the driver"
+                )
+            else:
+                fix = f"install an NVRTC of CUDA {driver[0]}, or update the driver"
+        else:
+            fix = (
+                "compile to a cubin (target='cubin'), install an NVRTC no newer than the "
+                f'driver (`pip install "{_nvrtc_wheel(driver[0])}=={d}.*"`), or update the '
+                "driver"
+            )
+        return f"{head}: {fix}"
+    if nvrtc[0] > bindings_major:
+        return (
+            f"NVRTC {n} beside cuda-bindings {bindings_major}.x: a CUDA {bindings_major} "
+            f"driver cannot load the PTX it makes; for a CUDA {bindings_major} driver "
+            f"install cudriver's cu{bindings_major} extra (`pip install "
+            f'".[cu{bindings_major}]"`, after `pip uninstall {_nvrtc_wheel(nvrtc[0])}`)'
+        )
+    return None
 
 
 def _result_name(nvrtc: Any, code: Any) -> str:
