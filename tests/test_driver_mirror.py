@@ -54,7 +54,8 @@ def test_every_function_wraps() -> None:
 def test_the_special_functions_are_documented() -> None:
     for n in SPECIAL:
         assert f"``{n}" in (driver.__doc__ or "")
-        assert getattr(driver, n) is not getattr(raw, n)
+        # cuLaunchHostFunc_v2 is refused even where the bindings lack it (12.9).
+        assert getattr(driver, n) is not getattr(raw, n, None)
 
 
 def test_host_func_v2_is_refused_with_a_reason() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from . import _bindings, _impl, driver
+from . import _bindings, _impl, aio, driver
 from ._coerce import StreamLike, SupportsCudaStream
 from ._copy import SupportsCudaArrayInterface
 from ._enums import (
@@ -106,6 +106,7 @@ __all__ = [
     "bindings_version",
     "info",
     "driver",
+    "aio",
     "driver_version",
     "init",
     "is_initialized",
