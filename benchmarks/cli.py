@@ -96,7 +96,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; returns the exit status (2: no driver, 1: a CUDA error)."""
+    """Run the benchmark; returns the exit status (as ``python -m cudriver``: 1 a CUDA
+    error, 2 a usage error, 3 no driver)."""
     args = parse_args(argv)
     if args.list:
         for op in OPS:
@@ -113,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except cu.DriverNotFoundError as exc:
         print(f"cudriver: {exc}", file=sys.stderr)
-        return 2
+        return 3
     except cu.CudaError as exc:
         print(f"cudriver: {exc}", file=sys.stderr)
         return 1

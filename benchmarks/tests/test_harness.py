@@ -361,8 +361,8 @@ def test_error_text_is_one_line() -> None:
 
 
 @no_driver
-def test_main_without_driver_returns_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["--quick"]) == 2
+def test_main_without_driver_returns_3(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--quick"]) == 3
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
@@ -371,14 +371,14 @@ def test_main_without_driver_returns_2(capsys: pytest.CaptureFixture[str]) -> No
 
 
 @no_driver
-def test_script_without_driver_exits_2() -> None:
+def test_script_without_driver_exits_3() -> None:
     p = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick"],
         capture_output=True,
         text=True,
         check=False,
     )
-    assert p.returncode == 2, p.stderr
+    assert p.returncode == 3, p.stderr
     assert "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines() == [p.stderr.strip()]
     assert p.stderr.startswith("cudriver: CUDA driver not found")
