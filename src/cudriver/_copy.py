@@ -108,6 +108,31 @@ def parse_cai(cai: object, role: str) -> tuple[int, int, bool, int | None]:
     return ptr, math.prod(shape) * dtype.itemsize, bool(read_only), stream
 
 
+class HostBytes:
+    """The numpy ``base`` of arrays onto host-visible memory (pinned or managed).
+
+    ``keep`` (the buffer, or a lease on it) lives as long as any array made from this:
+    the memory is not freed meanwhile, even after the buffer is closed.
+    """
+
+    __slots__ = ("__weakref__", "keep", "nbytes", "ptr")
+
+    def __init__(self, keep: object, ptr: int, nbytes: int) -> None:
+        self.keep = keep
+        self.ptr = ptr
+        self.nbytes = nbytes
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        return {
+            "version": 3,
+            "shape": (self.nbytes,),
+            "typestr": "|u1",
+            "data": (self.ptr, False),
+            "strides": None,
+        }
+
+
 def host_source(array: object, kind: str) -> npt.NDArray[Any]:
     """The host array a ``from_array`` constructor copies: checked, as an ndarray.
 

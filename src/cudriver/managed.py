@@ -34,9 +34,9 @@ from ._coerce import (
     stream_handle,
     typed_shape,
 )
-from ._copy import fill_new, host_source
+from ._copy import HostBytes, fill_new, host_source
 from ._enums import DeviceAttribute, MemAdvise, MemAttach
-from ._handle import Lease, pinned
+from ._handle import pinned
 from ._ordered import LEGACY as _LEGACY
 from .device import (
     Context,
@@ -144,31 +144,6 @@ def _require_concurrent(dev: Device, fn: Any) -> None:
             f"device {dev.ordinal} cannot access managed memory concurrently with the host "
             "(DeviceAttribute.CONCURRENT_MANAGED_ACCESS is 0)",
         )
-
-
-class _ManagedExport:
-    """The numpy ``base`` of arrays made by :meth:`ManagedBuffer.array`.
-
-    It holds a lease on the allocation: the memory is not freed while an array onto it
-    lives, even after the buffer is closed.
-    """
-
-    __slots__ = ("lease", "nbytes", "ptr")
-
-    def __init__(self, lease: Lease, ptr: int, nbytes: int) -> None:
-        self.lease = lease
-        self.ptr = ptr
-        self.nbytes = nbytes
-
-    @property
-    def __array_interface__(self) -> dict[str, Any]:
-        return {
-            "version": 3,
-            "shape": (self.nbytes,),
-            "typestr": "|u1",
-            "data": (self.ptr, False),
-            "strides": None,
-        }
 
 
 class ManagedBuffer(DeviceBuffer):
@@ -372,7 +347,7 @@ class ManagedBuffer(DeviceBuffer):
             dt, shp = self.dtype, self.shape
         else:
             dt, shp = typed_shape(self._nbytes, self.dtype if dtype is None else dtype, shape)
-        raw: npt.NDArray[Any] = np.asarray(_ManagedExport(self._lease(), self._key, self._nbytes))
+        raw: npt.NDArray[Any] = np.asarray(HostBytes(self._lease(), self._key, self._nbytes))
         if dt != _U8:
             raw = raw.view(dt)
         return raw.reshape(shp)

@@ -12,6 +12,7 @@ from cuda.bindings import driver as _drv
 
 from . import _dlpack, _handle
 from ._coerce import HostMemory, bool_arg, nbytes_arg, typed_shape
+from ._copy import HostBytes
 from .device import Context, call_in_context, context_arg, current_or_default
 from .errors import checked
 from .memory import DeviceBuffer
@@ -24,30 +25,6 @@ _HOSTALLOC_DEVICEMAP = int(_drv.CU_MEMHOSTALLOC_DEVICEMAP)
 _HOSTALLOC_WRITECOMBINED = int(_drv.CU_MEMHOSTALLOC_WRITECOMBINED)
 _cuMemHostAlloc = checked(_drv.cuMemHostAlloc)
 _cuMemHostGetDevicePointer = checked(_drv.cuMemHostGetDevicePointer)
-
-
-class _PinnedExport:
-    """The numpy ``base`` of arrays and device views made from a PinnedBuffer.
-
-    While one exists, the pinned memory is not freed, even after ``close()``.
-    """
-
-    __slots__ = ("__weakref__", "buffer", "nbytes", "ptr")
-
-    def __init__(self, buffer: PinnedBuffer) -> None:
-        self.buffer = buffer
-        self.ptr = buffer._key
-        self.nbytes = buffer._nbytes
-
-    @property
-    def __array_interface__(self) -> dict[str, Any]:
-        return {
-            "version": 3,
-            "shape": (self.nbytes,),
-            "typestr": "|u1",
-            "data": (self.ptr, False),
-            "strides": None,
-        }
 
 
 class PinnedBuffer(HostMemory):
@@ -89,7 +66,7 @@ class PinnedBuffer(HostMemory):
 
     _context: Context
     _device_ptr: int | None
-    _export: weakref.ref[_PinnedExport] | None
+    _export: weakref.ref[HostBytes] | None
     _flags: int
     _nbytes: int
 
@@ -166,11 +143,11 @@ class PinnedBuffer(HostMemory):
                 dp = self._device_ptr = int(_cuMemHostGetDevicePointer(self._key, 0))
         return dp
 
-    def _holder(self) -> _PinnedExport:
+    def _holder(self) -> HostBytes:
         ref = self._export
         holder = ref() if ref is not None else None
         if holder is None:
-            holder = _PinnedExport(self)
+            holder = HostBytes(self, self._key, self._nbytes)
             self._export = weakref.ref(holder)
         return holder
 
