@@ -154,3 +154,52 @@ def test_pool_and_allocation_shared_with_another_process() -> None:
         print("OK")
         """
     )
+
+
+@pytest.mark.gpu
+def test_a_closed_pool_is_refused_and_closing_races_allocations() -> None:
+    # The compiled constructor allocates from the pool in C with the pool pinned: a
+    # close() on another thread never destroys it under an allocation, and buffers
+    # already made keep it alive until they are freed.
+    run_isolated(
+        """
+        ctx = make_current()
+        s = cu.Stream()
+        pool = cu.MemoryPool()
+        pool.close()
+        try:
+            cu.DeviceBuffer(4096, stream=s, pool=pool)
+        except cu.ClosedError:
+            pass
+        else:
+            raise AssertionError("a closed pool allocated")
+        box = {"pool": cu.MemoryPool()}
+        made = [0]
+
+        def user(stop):
+            ctx.set_current()
+            mine = cu.Stream()
+            while not stop.is_set():
+                try:
+                    b = cu.DeviceBuffer(65536, stream=mine, pool=box["pool"])
+                except cu.ClosedError:
+                    continue
+                b.fill(made[0] & 0xFF)
+                b.close()
+                made[0] += 1
+            mine.synchronize()
+
+        def closer(stop):
+            ctx.set_current()
+            while not stop.is_set():
+                old, box["pool"] = box["pool"], cu.MemoryPool()
+                old.close()
+
+        run_threads([user, user, user, closer])
+        assert made[0] > 100, made
+        box["pool"].close()
+        ctx.synchronize()
+        print("made", made[0])
+        print("OK")
+        """
+    )
