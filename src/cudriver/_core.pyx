@@ -1221,42 +1221,50 @@ cdef class BufferCore(HandleRoot):
             return
         cctx = <uintptr_t>(<HandleRoot>ctx)._key
         sh = <void*><uintptr_t>(<HandleRoot>stream)._key
-        if pool is None:
-            with nogil:
-                st = _in_context(cctx, &pushed)
-                if st == SUCCESS:
-                    st = p_mem_alloc_async(&ptr, n, sh)
-                    if pushed:
-                        _pop_context()
-            if st != SUCCESS:
-                raise _error(st, "cuMemAllocAsync")
-            keep = (stream, ctx)
-        else:
-            ph = <void*><uintptr_t>(<HandleRoot>pool)._key
-            pst = _pin(pool)  # a close() of the pool on another thread waits for the call
-            try:
+        # The stream and the pool stay pinned until the buffer holds them (its keep):
+        # a close() on another thread in between must not destroy them under memory
+        # allocated on or from them (measured: a pool destroyed there crashed).
+        sst = _pin(stream)
+        pst = _pin(pool) if pool is not None else None
+        try:
+            if (<HandleRoot>stream)._h is None or (pool is not None and (<HandleRoot>pool)._h is None):
+                self._py___init__(nbytes, stream=stream, context=context, pool=pool)  # raises
+                return
+            if pool is None:
+                with nogil:
+                    st = _in_context(cctx, &pushed)
+                    if st == SUCCESS:
+                        st = p_mem_alloc_async(&ptr, n, sh)
+                        if pushed:
+                            _pop_context()
+                if st != SUCCESS:
+                    raise _error(st, "cuMemAllocAsync")
+                keep = (stream, ctx)
+            else:
+                ph = <void*><uintptr_t>(<HandleRoot>pool)._key
                 with nogil:
                     st = _in_context(cctx, &pushed)
                     if st == SUCCESS:
                         st = p_mem_alloc_pool(&ptr, n, ph, sh)
                         if pushed:
                             _pop_context()
-            finally:
-                _unpin(pst)
-            if st != SUCCESS:
-                raise _error(st, "cuMemAllocFromPoolAsync")
-            keep = (stream, ctx, pool)
-        used_on = set()
-        release = MemFreeAsync.__new__(MemFreeAsync)
-        (<MemFreeAsync>release).ctx_h = (<HandleRoot>ctx)._h
-        (<MemFreeAsync>release).ctx = cctx
-        (<MemFreeAsync>release).ptr = ptr
-        (<MemFreeAsync>release).stream = stream
-        (<MemFreeAsync>release).used_on = used_on
-        sh_obj = (<HandleRoot>stream)._h
-        k = (<HandleRoot>stream)._key
-        _buffer_fields(self, nbytes, ctx, stream, k if k else 1, sh_obj)
-        _handle_fields(self, _CUdeviceptr(ptr), ptr, release, "cuMemFreeAsync", keep, used_on)
+                if st != SUCCESS:
+                    raise _error(st, "cuMemAllocFromPoolAsync")
+                keep = (stream, ctx, pool)
+            used_on = set()
+            release = MemFreeAsync.__new__(MemFreeAsync)
+            (<MemFreeAsync>release).ctx_h = (<HandleRoot>ctx)._h
+            (<MemFreeAsync>release).ctx = cctx
+            (<MemFreeAsync>release).ptr = ptr
+            (<MemFreeAsync>release).stream = stream
+            (<MemFreeAsync>release).used_on = used_on
+            sh_obj = (<HandleRoot>stream)._h
+            k = (<HandleRoot>stream)._key
+            _buffer_fields(self, nbytes, ctx, stream, k if k else 1, sh_obj)
+            _handle_fields(self, _CUdeviceptr(ptr), ptr, release, "cuMemFreeAsync", keep, used_on)
+        finally:
+            _unpin(pst)
+            _unpin(sst)
 
 
     def close(self):

@@ -167,47 +167,50 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
             sctx = st._context
             if sctx is not None and sctx._key != ctx._key:
                 raise ValueError("stream belongs to another context than the one given")
-        if ctx is None and st is None:
-            ctx = current_or_default()  # current already: nothing to push
-            pushed = False
-        else:
-            if ctx is None:
-                assert st is not None
-                ctx = st.context
-            pushed = enter_context(ctx._closed_check(), ctx._key)
-        pst = _handle.pin(pool) if pool is not None else None
+        # The stream and the pool stay pinned until the buffer holds them (its keep): a
+        # close() on another thread in between must not destroy them under the memory.
+        states = _handle.pin_all(st, pool)
         try:
-            if st is None:
-                r = _cuMemAlloc(n)
-            elif pool is None:
-                r = _cuMemAllocAsync(n, st._h)
+            if ctx is None and st is None:
+                ctx = current_or_default()  # current already: nothing to push
+                pushed = False
             else:
-                r = _cuMemAllocFromPoolAsync(n, pool._h, st._h)
+                if ctx is None:
+                    assert st is not None
+                    ctx = st.context
+                pushed = enter_context(ctx._closed_check(), ctx._key)
+            try:
+                if st is None:
+                    r = _cuMemAlloc(n)
+                elif pool is None:
+                    r = _cuMemAllocAsync(n, st._h)
+                else:
+                    r = _cuMemAllocFromPoolAsync(n, pool._h, st._h)
+            finally:
+                leave_context(pushed)
+            if r[0] is not SUCCESS:
+                fn = _cuMemAlloc if st is None else _cuMemAllocAsync
+                raise error_for(r[0], fn if pool is None else _cuMemAllocFromPoolAsync)
+            self._set_fields(n, ctx, st, None, None, None, 0)
+            ctx_h = ctx.handle
+            if st is None:
+                self._init_handle(
+                    r[1],
+                    release=functools.partial(call_in_context, ctx_h, _cuMemFree),
+                    func="cuMemFree",
+                    keep=(ctx,),
+                )
+            else:
+                used_on: set[int] = set()
+                self._init_handle(
+                    r[1],
+                    release=functools.partial(_free_async, ctx_h, st, used_on),
+                    func="cuMemFreeAsync",
+                    keep=(st, ctx) if pool is None else (st, ctx, pool),
+                    used_on=used_on,
+                )
         finally:
-            leave_context(pushed)
-            if pst is not None:
-                _handle.unpin(pst)
-        if r[0] is not SUCCESS:
-            fn = _cuMemAlloc if st is None else _cuMemAllocAsync
-            raise error_for(r[0], fn if pool is None else _cuMemAllocFromPoolAsync)
-        self._set_fields(n, ctx, st, None, None, None, 0)
-        ctx_h = ctx.handle
-        if st is None:
-            self._init_handle(
-                r[1],
-                release=functools.partial(call_in_context, ctx_h, _cuMemFree),
-                func="cuMemFree",
-                keep=(ctx,),
-            )
-        else:
-            used_on: set[int] = set()
-            self._init_handle(
-                r[1],
-                release=functools.partial(_free_async, ctx_h, st, used_on),
-                func="cuMemFreeAsync",
-                keep=(st, ctx) if pool is None else (st, ctx, pool),
-                used_on=used_on,
-            )
+            _handle.unpin_all(states)
 
     def _set_fields(
         self,
