@@ -1258,7 +1258,8 @@ cdef class BufferCore(HandleRoot):
             (<MemFreeAsync>release).ptr = ptr
             (<MemFreeAsync>release).stream = stream
             (<MemFreeAsync>release).used_on = used_on
-            sh_obj = (<HandleRoot>stream)._h
+            # The pinned state's handle: a close() since the pin clears ``_h`` only.
+            sh_obj = (<State>sst).handle if sst is not None else (<HandleRoot>stream)._h
             k = (<HandleRoot>stream)._key
             _buffer_fields(self, nbytes, ctx, stream, k if k else 1, sh_obj)
             _handle_fields(self, _CUdeviceptr(ptr), ptr, release, "cuMemFreeAsync", keep, used_on)

@@ -179,13 +179,13 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
                     assert st is not None
                     ctx = st.context
                 pushed = enter_context(ctx._closed_check(), ctx._key)
-            try:
+            try:  # the pinned states' handles: a close() since then clears ``_h`` only
                 if st is None:
                     r = _cuMemAlloc(n)
                 elif pool is None:
-                    r = _cuMemAllocAsync(n, st._h)
+                    r = _cuMemAllocAsync(n, st._state.handle)
                 else:
-                    r = _cuMemAllocFromPoolAsync(n, pool._h, st._h)
+                    r = _cuMemAllocFromPoolAsync(n, pool._state.handle, st._state.handle)
             finally:
                 leave_context(pushed)
             if r[0] is not SUCCESS:
@@ -225,8 +225,9 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         self._nbytes = n
         self._context = ctx
         self._stream = st
-        self._stream_int = None if st is None else cai_stream_value(st._h)
-        self._sync_h = _LEGACY if st is None else st._h
+        sh = None if st is None else st._state.handle  # set while pinned, even if closing
+        self._stream_int = None if sh is None else cai_stream_value(sh)
+        self._sync_h = _LEGACY if st is None else sh
         self._dtype = dtype
         self._shape = shape
         self._base = base
