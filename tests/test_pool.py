@@ -157,16 +157,76 @@ def test_pool_and_allocation_shared_with_another_process() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(
-    reason="open bug: closing MemoryPools while three threads allocate from them, fill "
-    "and free the buffers crashes the process (a segmentation fault around "
-    "cuMemPoolDestroy, measured on an H100 in both implementations)",
-    strict=False,
-)
+def test_a_pool_is_destroyed_only_after_the_frees_into_it_have_run() -> None:
+    # Destroying a pool with frees into it still pending crashed the driver under
+    # concurrent use (see the next test), so the release waits for them: on the
+    # streams that allocated from the pool, whatever their context.
+    run_isolated(
+        """
+        ctx = make_current()
+        (spin_fill,) = kernels("spin_fill")
+        s = cu.Stream(non_blocking=True)
+        pool = cu.MemoryPool()
+        b = cu.DeviceBuffer(4, stream=s, pool=pool)
+        spin_fill.launch(s, 1, 1, b, np.uint32(7), 1, 200_000_000)
+        b.close()  # the free runs after the kernel
+        assert not s.query()
+        pool.close()
+        assert s.query(), "close() returned with the free into the pool pending"
+
+        other = cu.Context.create(ctx.device)
+        with other:
+            (spin2,) = kernels("spin_fill")
+            s2 = cu.Stream(non_blocking=True)
+        pool2 = cu.MemoryPool()  # made in the primary context
+        b2 = cu.DeviceBuffer(4, stream=s2, pool=pool2)  # allocated in the other one
+        with other:
+            spin2.launch(s2, 1, 1, b2, np.uint32(7), 1, 200_000_000)
+        b2.close()
+        assert not s2.query()
+        pool2.close()
+        assert s2.query(), "close() did not wait for the other context's free"
+
+        # A context destroyed before the pool is skipped, without a warning.
+        third = cu.Context.create(ctx.device)
+        with third:
+            s3 = cu.Stream()
+        pool3 = cu.MemoryPool()
+        b3 = cu.DeviceBuffer(4, stream=s3, pool=pool3)
+        b3.close()
+        s3.close()
+        third.close()
+        assert third.closed
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            pool3.close()
+        assert not seen, [str(w.message) for w in seen]
+        other.close()
+
+        # A stream that allocated from a pool waits for its work before it is
+        # destroyed: the pool cannot wait for it any more after that.
+        s4 = cu.Stream(non_blocking=True)
+        pool4 = cu.MemoryPool()
+        b4 = cu.DeviceBuffer(4, stream=s4, pool=pool4)
+        spin_fill.launch(s4, 1, 1, b4, np.uint32(7), 1, 200_000_000)
+        done = cu.Event()
+        done.record(s4)
+        b4.close()
+        assert not done.query()
+        s4.close()
+        assert done.query(), "the stream was destroyed with the free into the pool pending"
+        pool4.close()
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
 def test_a_closed_pool_is_refused_and_closing_races_allocations() -> None:
     # The compiled constructor allocates from the pool in C with the pool pinned: a
     # close() on another thread never destroys it under an allocation, and buffers
-    # already made keep it alive until they are freed.
+    # already made keep it alive until they are freed. Their frees have run before
+    # the pool is destroyed: without that wait, this crashed inside the driver.
     run_isolated(
         """
         ctx = make_current()

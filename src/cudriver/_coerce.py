@@ -127,6 +127,9 @@ class PoolBase(Handle):
 
     __slots__ = ()
 
+    def _note_stream(self, st: Any) -> None:
+        """Memory from this pool is freed on the stream of release state ``st`` (pinned)."""
+
 
 def _foreign_int(obj: Any) -> int | None:
     proto = getattr(obj, "__cuda_stream__", None)

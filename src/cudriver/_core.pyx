@@ -1250,6 +1250,9 @@ cdef class BufferCore(HandleRoot):
                             _pop_context()
                 if st != SUCCESS:
                     raise _error(st, "cuMemAllocFromPoolAsync")
+                rel = (<State>pst).release if pst is not None else None
+                if rel is not None and getattr(rel, "last", None) is not sst:
+                    pool._note_stream(sst)  # its release waits for the frees made there
                 keep = (stream, ctx, pool)
             used_on = set()
             release = MemFreeAsync.__new__(MemFreeAsync)

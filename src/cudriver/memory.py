@@ -191,6 +191,8 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
             if r[0] is not SUCCESS:
                 fn = _cuMemAlloc if st is None else _cuMemAllocAsync
                 raise error_for(r[0], fn if pool is None else _cuMemAllocFromPoolAsync)
+            if pool is not None and st is not None:
+                pool._note_stream(st._state)  # its release waits for the frees made there
             self._set_fields(n, ctx, st, None, None, None, 0)
             ctx_h = ctx.handle
             if st is None:

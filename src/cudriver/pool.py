@@ -15,11 +15,12 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
+from ._bindings import SUCCESS
 from ._coerce import PoolBase, handle_arg, nbytes_arg, uint_arg
 from ._enums import MemAccess
-from ._handle import pinned
+from ._handle import _warn, pinned, unpin
 from .device import Context, Device, call_in_context, current_or_default, kept_primary
-from .errors import checked
+from .errors import checked, make_error
 from .memory import DeviceBuffer
 
 __all__ = ["MemoryPool", "KEEP_ALL"]
@@ -36,6 +37,8 @@ _cuMemPoolExportToShareableHandle = checked(_drv.cuMemPoolExportToShareableHandl
 _cuMemPoolImportFromShareableHandle = checked(_drv.cuMemPoolImportFromShareableHandle)
 _cuMemPoolExportPointer = checked(_drv.cuMemPoolExportPointer)
 _cuMemPoolImportPointer = checked(_drv.cuMemPoolImportPointer)
+_cuMemPoolDestroy = _drv.cuMemPoolDestroy
+_cuStreamSynchronize = _drv.cuStreamSynchronize
 _A = _drv.CUmemPool_attribute
 _EXPORT_BYTES = 64  # sizeof(CUmemPoolPtrExportData)
 _FD = _drv.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
@@ -43,6 +46,79 @@ _NO_HANDLE = _drv.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_NONE
 
 #: A release threshold that keeps every freed byte in the pool (``UINT64_MAX``).
 KEEP_ALL = (1 << 64) - 1
+
+
+class _Destroy:
+    """An owned pool's release: ``cuMemPoolDestroy`` once the frees into it have run.
+
+    The driver documents destroying a pool with frees into it still pending as
+    allowed, but with the CUDA 13.0 driver (H100) it crashed the process when other
+    threads allocated, filled, synchronised and freed meanwhile, in raw
+    ``cuda.bindings`` calls as well; waiting for the pending frees first did not
+    (waiting with ``cuCtxSynchronize`` instead deadlocked in the driver). A pool's
+    buffers are freed on the streams they were allocated on, so the release first
+    synchronises each of those streams still alive; a stream destroyed earlier
+    synchronised itself before ``cuStreamDestroy`` (see :meth:`note`).
+    """
+
+    __slots__ = ("last", "streams")
+
+    def __init__(self) -> None:
+        self.last: Any = None  # the stream state noted last: the common case is one
+        self.streams: dict[int, Any] = {}  # id(state) -> the release state of a stream
+
+    def note(self, st: Any) -> None:
+        """Remember the (pinned) stream state ``st``: memory from the pool is freed there."""
+        self.last = st
+        streams = self.streams
+        if id(st) in streams:
+            return
+        if len(streams) >= 64:  # forget the streams already destroyed
+            for k, v in list(streams.items()):
+                if v.handle is None:
+                    del streams[k]
+        streams[id(st)] = st
+        rel = st.release
+        if rel is not None and not isinstance(rel, _SyncFirst):
+            st.release = _SyncFirst(rel)  # no release runs while st is pinned
+
+    def __call__(self, handle: Any) -> Any:
+        for st in list(self.streams.values()):
+            _settle(st)
+        self.streams.clear()
+        self.last = None
+        return _cuMemPoolDestroy(handle)
+
+
+class _SyncFirst:
+    """A stream's release once it allocated from an owned pool: synchronise, then destroy.
+
+    So no free into a pool is still pending when the stream is gone and the pool can
+    no longer wait for it. Failures of the wait are left to the destroy to report.
+    """
+
+    __slots__ = ("release",)
+
+    def __init__(self, release: Any) -> None:
+        self.release = release
+
+    def __call__(self, handle: Any) -> Any:
+        _cuStreamSynchronize(handle)
+        return self.release(handle)
+
+
+def _settle(st: Any) -> None:
+    """Wait for the work on the stream of state ``st`` unless it is destroyed."""
+    st.pins.append(None)  # a close() on another thread destroys it only after the wait
+    try:
+        h = st.handle
+        if h is None:
+            return  # destroyed: it synchronised first (_SyncFirst)
+        r = _cuStreamSynchronize(h)
+        if r[0] is not SUCCESS:
+            _warn(f"waiting for a pool's frees failed: {make_error(r[0], 'cuStreamSynchronize')}")
+    finally:
+        unpin(st)
 
 
 def _device_of(device: Any) -> Device:
@@ -85,7 +161,14 @@ class MemoryPool(PoolBase):
     Notes
     -----
     A pool is destroyed only after its allocations are freed (each
-    :class:`~cudriver.DeviceBuffer` allocated from it keeps it alive).
+    :class:`~cudriver.DeviceBuffer` allocated from it keeps it alive), and only once
+    those frees have run on the device: the release (on :meth:`close`, or after the
+    last buffer when closed earlier) **synchronises** each stream that allocated from
+    the pool (``cuStreamSynchronize``), then calls ``cuMemPoolDestroy``; such a
+    stream, when destroyed first, synchronises before ``cuStreamDestroy``. Destroying
+    a pool with frees still pending crashed the driver when other threads were
+    allocating and synchronising meanwhile. So closing a pool (or a stream that
+    allocated from one) waits for that work, like a synchronous ``cuMemFree``.
     :meth:`default` and :meth:`current` wrap the driver's own pools without owning them.
     """
 
@@ -117,22 +200,27 @@ class MemoryPool(PoolBase):
         ctx = _kept(dev)
         with ctx._scope():
             h = _cuMemPoolCreate(props)
-        self._setup(h, dev, ipc, owned=True, keep=(ctx,))
+        self._setup(h, dev, ipc, home=ctx)
         if threshold:
             self.release_threshold = threshold
 
-    def _setup(self, h: Any, dev: Device, ipc: bool, *, owned: bool, keep: tuple[Any, ...]) -> None:
+    def _setup(self, h: Any, dev: Device, ipc: bool, *, home: Context | None) -> None:
         self._device = dev
         self._ipc = ipc
-        if owned:
-            self._init_handle(h, release=_drv.cuMemPoolDestroy, func="cuMemPoolDestroy", keep=keep)
+        if home is not None:
+            self._init_handle(h, release=_Destroy(), func="cuMemPoolDestroy", keep=(home,))
         else:
             self._init_handle(h, release=None, func="cuMemPoolDestroy", owned=False)
+
+    def _note_stream(self, st: Any) -> None:
+        rel = self._state.release
+        if isinstance(rel, _Destroy) and rel.last is not st:
+            rel.note(st)
 
     @classmethod
     def _borrowed(cls, h: Any, dev: Device) -> MemoryPool:
         self = cls.__new__(cls)
-        self._setup(h, dev, False, owned=False, keep=())
+        self._setup(h, dev, False, home=None)
         return self
 
     @classmethod
@@ -281,7 +369,7 @@ class MemoryPool(PoolBase):
         with ctx._scope():
             h = _cuMemPoolImportFromShareableHandle(fd, _FD, 0)
         self = cls.__new__(cls)
-        self._setup(h, dev, True, owned=True, keep=(ctx,))
+        self._setup(h, dev, True, home=ctx)
         return self
 
     @pinned

@@ -692,7 +692,9 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
         """Destroy the stream (``cuStreamDestroy``) for owned streams; idempotent.
 
         A capture still open on the stream is ended first and its graph discarded.
-        Work already enqueued completes; the driver frees the stream afterwards.
+        Work already enqueued completes; the driver frees the stream afterwards. A
+        stream that allocated from a :class:`~cudriver.MemoryPool` synchronises first
+        (``cuStreamSynchronize``), so that the pool's destroy never meets a pending free.
         """
         if self._capture is not None:
             capture.abort_on(self)
