@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import cudriver as cu
+from cudriver import pool as pool_module
 
 from .test_safety import run_isolated
 
@@ -25,6 +26,33 @@ def test_arguments_are_checked_before_the_driver() -> None:
         cu.DeviceBuffer(16, stream=None, pool="pool")  # type: ignore[arg-type]
     assert cu.KEEP_ALL == 2**64 - 1
     assert [int(m) for m in cu.MemAccess] == [0, 1, 3]
+
+
+def test_the_pool_release_notes_the_streams_it_must_wait_for() -> None:
+    # pool._Destroy.note, on stand-ins for stream release states (no driver call).
+    class St:
+        def __init__(self, handle: int, release: object) -> None:
+            self.handle = handle
+            self.release = release
+
+    def destroy(h: object) -> None:
+        pass
+
+    d = pool_module._Destroy()
+    owned, legacy, foreign = St(0x5000, destroy), St(1, None), St(0x6000, None)
+    for st in (owned, legacy, foreign, owned):
+        d.note(st)
+    assert list(d.streams.values()) == [owned, legacy]  # a foreign stream is not waited for
+    assert isinstance(owned.release, pool_module._SyncFirst)
+    assert owned.release.release is destroy  # wrapped once, around the original
+    assert legacy.release is None and d.last is owned
+    # Past 64 streams, those already destroyed are forgotten.
+    dead = [St(0x7000 + i, destroy) for i in range(70)]
+    for st in dead:
+        d.note(st)
+        st.handle = None  # type: ignore[assignment]
+    assert len(d.streams) < 64
+    assert owned in d.streams.values()
 
 
 @pytest.mark.gpu

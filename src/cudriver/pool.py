@@ -58,7 +58,9 @@ class _Destroy:
     (waiting with ``cuCtxSynchronize`` instead deadlocked in the driver). A pool's
     buffers are freed on the streams they were allocated on, so the release first
     synchronises each of those streams still alive; a stream destroyed earlier
-    synchronised itself before ``cuStreamDestroy`` (see :meth:`note`).
+    synchronised itself before ``cuStreamDestroy`` (see :meth:`note`). Frees on a
+    foreign stream (wrapped with ``from_handle`` or taken through ``__cuda_stream__``)
+    are not waited for: its owner may have destroyed it by then.
     """
 
     __slots__ = ("last", "streams")
@@ -73,12 +75,16 @@ class _Destroy:
         streams = self.streams
         if id(st) in streams:
             return
+        rel = st.release
+        if rel is None and int(st.handle) > 2:
+            # A foreign stream (borrowed, not the legacy or per-thread one): its owner
+            # may destroy it at any time, so the pool must not synchronise it later.
+            return
         if len(streams) >= 64:  # forget the streams already destroyed
             for k, v in list(streams.items()):
                 if v.handle is None:
                     del streams[k]
         streams[id(st)] = st
-        rel = st.release
         if rel is not None and not isinstance(rel, _SyncFirst):
             st.release = _SyncFirst(rel)  # no release runs while st is pinned
 
