@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import cudriver as cu
+from cudriver import _handle
 from cudriver import pool as pool_module
+from cudriver._bindings import SUCCESS
 
 from .test_safety import run_isolated
 
@@ -28,31 +30,47 @@ def test_arguments_are_checked_before_the_driver() -> None:
     assert [int(m) for m in cu.MemAccess] == [0, 1, 3]
 
 
-def test_the_pool_release_notes_the_streams_it_must_wait_for() -> None:
-    # pool._Destroy.note, on stand-ins for stream release states (no driver call).
-    class St:
-        def __init__(self, handle: int, release: object) -> None:
-            self.handle = handle
-            self.release = release
+def test_a_pool_depends_on_the_streams_it_allocated_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pool._Destroy.note on real release states with stand-in releases (no driver).
+    released: list[int] = []
 
-    def destroy(h: object) -> None:
-        pass
+    def destroy(h: int) -> None:
+        released.append(h)
 
+    def state(h: int, release: object, kind: str = "Stream") -> object:
+        return _handle._State(h, release, "cuStreamDestroy", kind, (), None)
+
+    pool_state = state(0x9000, None, "MemoryPool")
     d = pool_module._Destroy()
-    owned, legacy, foreign = St(0x5000, destroy), St(1, None), St(0x6000, None)
+    d.state = pool_state
+    owned, legacy, foreign = state(0x5000, destroy), state(1, None), state(0x6000, None)
     for st in (owned, legacy, foreign, owned):
         d.note(st)
     assert list(d.streams.values()) == [owned, legacy]  # a foreign stream is not waited for
-    assert isinstance(owned.release, pool_module._SyncFirst)
-    assert owned.release.release is destroy  # wrapped once, around the original
-    assert legacy.release is None and d.last is owned
-    # Past 64 streams, those already destroyed are forgotten.
-    dead = [St(0x7000 + i, destroy) for i in range(70)]
-    for st in dead:
+    assert d.last is owned
+    assert id(pool_state) in owned.dependants and owned in pool_state.deps  # type: ignore[attr-defined]
+    _handle.release_state(owned)  # a close(): the stream waits for the pool
+    assert owned.handle == 0x5000 and owned.closing and not released  # type: ignore[attr-defined]
+
+    # Past 16 streams, the closed ones whose work has run are let go.
+    idle = {0x5000, *range(0x7000, 0x7000 + 70, 2)}
+    monkeypatch.setattr(pool_module, "_cuStreamQuery", lambda h: (SUCCESS if h in idle else None,))
+    more = [state(0x7000 + i, destroy) for i in range(70)]
+    for st in more:
         d.note(st)
-        st.handle = None  # type: ignore[assignment]
-    assert len(d.streams) < 64
-    assert owned in d.streams.values()
+        _handle.release_state(st)
+    _handle.drain()
+    assert 0x5000 in released and 0x7000 in released and 0x7001 not in released
+    assert all(h in idle for h in released)
+    assert 0x7001 in [int(st.handle) for st in d.streams.values()]  # type: ignore[attr-defined]
+    assert owned not in pool_state.deps  # type: ignore[attr-defined]
+    # Nothing left queued for other tests; the rest go with the pool.
+    for st in more:
+        if st.handle is not None:  # type: ignore[attr-defined]
+            st.dependants.discard(id(pool_state))  # type: ignore[attr-defined]
+            _handle._queue_if_free(st)  # type: ignore[arg-type]
+    _handle.drain()
+    assert _handle.pending_releases() == 0
 
 
 @pytest.mark.gpu
@@ -231,8 +249,8 @@ def test_a_pool_is_destroyed_only_after_the_frees_into_it_have_run() -> None:
         assert not seen, [str(w.message) for w in seen]
         other.close()
 
-        # A stream that allocated from a pool waits for its work before it is
-        # destroyed: the pool cannot wait for it any more after that.
+        # A stream that allocated from a pool and is closed first returns at once and
+        # is destroyed after the pool, which still waits for the free on it.
         s4 = cu.Stream(non_blocking=True)
         pool4 = cu.MemoryPool()
         b4 = cu.DeviceBuffer(4, stream=s4, pool=pool4)
@@ -240,10 +258,12 @@ def test_a_pool_is_destroyed_only_after_the_frees_into_it_have_run() -> None:
         done = cu.Event()
         done.record(s4)
         b4.close()
-        assert not done.query()
         s4.close()
-        assert done.query(), "the stream was destroyed with the free into the pool pending"
+        assert not done.query(), "closing the stream waited for its work"
         pool4.close()
+        assert done.query(), "the pool was destroyed with the free on a closed stream pending"
+        from cudriver import _handle
+        assert _handle.pending_releases() == 0  # and the stream went after the pool
         print("OK")
         """
     )

@@ -18,6 +18,7 @@ from cuda.bindings import driver as _drv
 from ._bindings import SUCCESS
 from ._coerce import PoolBase, handle_arg, nbytes_arg, uint_arg
 from ._enums import MemAccess
+from ._handle import _queue_if_free as queue_if_free
 from ._handle import _warn, pinned, unpin
 from .device import Context, Device, call_in_context, current_or_default, kept_primary
 from .errors import checked, make_error
@@ -39,6 +40,7 @@ _cuMemPoolExportPointer = checked(_drv.cuMemPoolExportPointer)
 _cuMemPoolImportPointer = checked(_drv.cuMemPoolImportPointer)
 _cuMemPoolDestroy = _drv.cuMemPoolDestroy
 _cuStreamSynchronize = _drv.cuStreamSynchronize
+_cuStreamQuery = _drv.cuStreamQuery
 _A = _drv.CUmemPool_attribute
 _EXPORT_BYTES = 64  # sizeof(CUmemPoolPtrExportData)
 _FD = _drv.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
@@ -56,70 +58,60 @@ class _Destroy:
     threads allocated, filled, synchronised and freed meanwhile, in raw
     ``cuda.bindings`` calls as well; waiting for the pending frees first did not
     (waiting with ``cuCtxSynchronize`` instead deadlocked in the driver). A pool's
-    buffers are freed on the streams they were allocated on, so the release first
-    synchronises each of those streams still alive; a stream destroyed earlier
-    synchronised itself before ``cuStreamDestroy`` (see :meth:`note`). Frees on a
-    foreign stream (wrapped with ``from_handle`` or taken through ``__cuda_stream__``)
-    are not waited for: its owner may have destroyed it by then.
+    buffers are freed on the streams they were allocated on, so the pool depends on
+    those streams (:meth:`note`): a stream closed first is destroyed only after the
+    pool, whose release synchronises each of them before ``cuMemPoolDestroy``. Frees
+    on a foreign stream (wrapped with ``from_handle`` or taken through
+    ``__cuda_stream__``) are not waited for: its owner may destroy it at any time.
     """
 
-    __slots__ = ("last", "streams")
+    __slots__ = ("last", "state", "streams")
 
     def __init__(self) -> None:
         self.last: Any = None  # the stream state noted last: the common case is one
+        self.state: Any = None  # the pool's release state (set once it exists)
         self.streams: dict[int, Any] = {}  # id(state) -> the release state of a stream
 
     def note(self, st: Any) -> None:
-        """Remember the (pinned) stream state ``st``: memory from the pool is freed there."""
+        """Depend on the stream of state ``st`` (pinned, as is the pool's)."""
         self.last = st
         streams = self.streams
-        if id(st) in streams:
-            return
-        rel = st.release
-        if rel is None and int(st.handle) > 2:
-            # A foreign stream (borrowed, not the legacy or per-thread one): its owner
-            # may destroy it at any time, so the pool must not synchronise it later.
-            return
-        if len(streams) >= 64:  # forget the streams already destroyed
-            for k, v in list(streams.items()):
-                if v.handle is None:
-                    del streams[k]
+        if id(st) in streams or (st.release is None and int(st.handle) > 2):
+            return  # noted already, or foreign (the legacy and per-thread ones stay)
+        if len(streams) >= 16:
+            self._forget_idle()
+        me = self.state
         streams[id(st)] = st
-        if rel is not None and not isinstance(rel, _SyncFirst):
-            st.release = _SyncFirst(rel)  # no release runs while st is pinned
+        st.dependants.add(id(me))
+        me.deps = (*me.deps, st)
+
+    def _forget_idle(self) -> None:
+        """Let the closed streams whose work has all run be destroyed now."""
+        me = self.state
+        for k, st in list(self.streams.items()):
+            h = st.handle
+            if h is None or not st.closing or _cuStreamQuery(h)[0] is not SUCCESS:
+                continue
+            del self.streams[k]
+            me.deps = tuple([d for d in me.deps if d is not st])
+            st.dependants.discard(id(me))
+            queue_if_free(st)
 
     def __call__(self, handle: Any) -> Any:
         for st in list(self.streams.values()):
             _settle(st)
         self.streams.clear()
-        self.last = None
+        self.last = self.state = None
         return _cuMemPoolDestroy(handle)
 
 
-class _SyncFirst:
-    """A stream's release once it allocated from an owned pool: synchronise, then destroy.
-
-    So no free into a pool is still pending when the stream is gone and the pool can
-    no longer wait for it. Failures of the wait are left to the destroy to report.
-    """
-
-    __slots__ = ("release",)
-
-    def __init__(self, release: Any) -> None:
-        self.release = release
-
-    def __call__(self, handle: Any) -> Any:
-        _cuStreamSynchronize(handle)
-        return self.release(handle)
-
-
 def _settle(st: Any) -> None:
-    """Wait for the work on the stream of state ``st`` unless it is destroyed."""
-    st.pins.append(None)  # a close() on another thread destroys it only after the wait
+    """Wait for the work on the stream of state ``st`` (kept until the pool is gone)."""
+    st.pins.append(None)
     try:
         h = st.handle
         if h is None:
-            return  # destroyed: it synchronised first (_SyncFirst)
+            return  # cannot happen while the pool depends on it; nothing to wait for
         r = _cuStreamSynchronize(h)
         if r[0] is not SUCCESS:
             _warn(f"waiting for a pool's frees failed: {make_error(r[0], 'cuStreamSynchronize')}")
@@ -171,10 +163,11 @@ class MemoryPool(PoolBase):
     those frees have run on the device: the release (on :meth:`close`, or after the
     last buffer when closed earlier) **synchronises** each stream that allocated from
     the pool (``cuStreamSynchronize``), then calls ``cuMemPoolDestroy``; such a
-    stream, when destroyed first, synchronises before ``cuStreamDestroy``. Destroying
-    a pool with frees still pending crashed the driver when other threads were
-    allocating and synchronising meanwhile. So closing a pool (or a stream that
-    allocated from one) waits for that work, like a synchronous ``cuMemFree``.
+    stream, when closed first, is destroyed after the pool (or once its work has run,
+    checked with ``cuStreamQuery`` as the pool meets new streams). Destroying a pool
+    with frees still pending crashed the driver when other threads were allocating
+    and synchronising meanwhile. So closing a pool waits for that work, like a
+    synchronous ``cuMemFree``.
     :meth:`default` and :meth:`current` wrap the driver's own pools without owning them.
     """
 
@@ -214,7 +207,9 @@ class MemoryPool(PoolBase):
         self._device = dev
         self._ipc = ipc
         if home is not None:
-            self._init_handle(h, release=_Destroy(), func="cuMemPoolDestroy", keep=(home,))
+            rel = _Destroy()
+            self._init_handle(h, release=rel, func="cuMemPoolDestroy", keep=(home,))
+            rel.state = self._state
         else:
             self._init_handle(h, release=None, func="cuMemPoolDestroy", owned=False)
 

@@ -693,8 +693,8 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
 
         A capture still open on the stream is ended first and its graph discarded.
         Work already enqueued completes; the driver frees the stream afterwards. A
-        stream that allocated from a :class:`~cudriver.MemoryPool` synchronises first
-        (``cuStreamSynchronize``), so that the pool's destroy never meets a pending free.
+        stream that allocated from a :class:`~cudriver.MemoryPool` still open is
+        destroyed after that pool, whose close waits for the stream's work.
         """
         if self._capture is not None:
             capture.abort_on(self)
