@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import threading
 from typing import Any
 
 from cuda.bindings import driver as _drv
@@ -19,7 +20,7 @@ from ._bindings import SUCCESS
 from ._coerce import PoolBase, handle_arg, nbytes_arg, uint_arg
 from ._enums import MemAccess
 from ._handle import _queue_if_free as queue_if_free
-from ._handle import _warn, pinned, unpin
+from ._handle import _warn, pinned
 from .device import Context, Device, call_in_context, current_or_default, kept_primary
 from .errors import checked, make_error
 from .memory import DeviceBuffer
@@ -65,25 +66,31 @@ class _Destroy:
     ``__cuda_stream__``) are not waited for: its owner may destroy it at any time.
     """
 
-    __slots__ = ("last", "state", "streams")
+    __slots__ = ("last", "lock", "state", "streams")
 
     def __init__(self) -> None:
         self.last: Any = None  # the stream state noted last: the common case is one
         self.state: Any = None  # the pool's release state (set once it exists)
         self.streams: dict[int, Any] = {}  # id(state) -> the release state of a stream
+        # Threads allocating from the pool note their streams at once: the pool's
+        # ``deps`` is read, extended and written back, so one note at a time.
+        self.lock = threading.Lock()
 
     def note(self, st: Any) -> None:
         """Depend on the stream of state ``st`` (pinned, as is the pool's)."""
         self.last = st
-        streams = self.streams
-        if id(st) in streams or (st.release is None and int(st.handle) > 2):
-            return  # noted already, or foreign (the legacy and per-thread ones stay)
-        if len(streams) >= 16:
-            self._forget_idle()
-        me = self.state
-        streams[id(st)] = st
-        st.dependants.add(id(me))
-        me.deps = (*me.deps, st)
+        if st.release is None and int(st.handle) > 2:
+            return  # foreign (the legacy and per-thread streams are noted)
+        with self.lock:
+            streams = self.streams
+            if id(st) in streams:
+                return
+            if len(streams) >= 16:
+                self._forget_idle()
+            me = self.state
+            streams[id(st)] = st
+            st.dependants.add(id(me))
+            me.deps = (*me.deps, st)
 
     def _forget_idle(self) -> None:
         """Let the closed streams whose work has all run be destroyed now."""
@@ -106,17 +113,16 @@ class _Destroy:
 
 
 def _settle(st: Any) -> None:
-    """Wait for the work on the stream of state ``st`` (kept until the pool is gone)."""
-    st.pins.append(None)
-    try:
-        h = st.handle
-        if h is None:
-            return  # cannot happen while the pool depends on it; nothing to wait for
-        r = _cuStreamSynchronize(h)
-        if r[0] is not SUCCESS:
-            _warn(f"waiting for a pool's frees failed: {make_error(r[0], 'cuStreamSynchronize')}")
-    finally:
-        unpin(st)
+    """Wait for the work on the stream of state ``st``.
+
+    No pin: the stream is released only after the pool, which depends on it.
+    """
+    h = st.handle
+    if h is None:
+        return
+    r = _cuStreamSynchronize(h)
+    if r[0] is not SUCCESS:
+        _warn(f"waiting for a pool's frees failed: {make_error(r[0], 'cuStreamSynchronize')}")
 
 
 def _device_of(device: Any) -> Device:
