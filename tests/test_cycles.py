@@ -47,6 +47,7 @@ def _registries() -> dict[str, int]:
 def _settle(ctx: cu.Context) -> None:
     gc.collect()
     ctx.synchronize()  # also runs the releases that waited
+    _handle.settle()  # and waits for the releasing thread's
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
+import time
 import warnings
 from typing import Any
 
@@ -9,13 +11,14 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
+from cudriver import _handle
 from cudriver._handle import (
     Handle,
-    drain,
     pending_releases,
     pin,
     pin_all,
     release_state,
+    settle,
     unpin,
     unpin_all,
 )
@@ -92,27 +95,39 @@ def test_use_after_close_raises_before_driver() -> None:
     assert log == [0x12]
 
 
-def test_collection_releases_at_the_next_drain() -> None:
+def test_collection_queues_the_release_for_the_releasing_thread() -> None:
     gc.collect()  # other tests' garbage would be queued here too
-    drain()
+    settle()
     log: list[int] = []
-    Thing(0x13, log)
-    gc.collect()
+    threads: list[str] = []
+
+    class Named(Thing):
+        __slots__ = ()
+
+    t = Named(0x13, log)
+    t._state.release = lambda h: (threads.append(threading.current_thread().name), OK)[1]
     # Collection may happen anywhere (inside a lock, on the driver's thread): the
-    # release waits for the next cudriver call on an ordinary thread.
-    assert log == []
-    assert pending_releases() == 1
-    drain()
-    assert log == [0x13]
+    # release is queued, and the releasing thread runs it (held back here meanwhile).
+    with _handle._reaping:
+        del t
+        gc.collect()
+        assert threads == []
+        assert pending_releases() == 1
+    deadline = time.monotonic() + 10
+    while not threads and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert threads == ["cudriver-releases"]
+    settle()
     assert pending_releases() == 0
 
 
 def test_a_new_handle_runs_the_waiting_releases() -> None:
     log: list[int] = []
-    Thing(0x15, log)
-    gc.collect()
-    t = Thing(0x16, log)
-    assert log == [0x15]
+    with _handle._reaping:  # the releasing thread held back: the constructor runs it
+        Thing(0x15, log)
+        gc.collect()
+        t = Thing(0x16, log)
+        assert log == [0x15]
     t.close()
     assert log == [0x15, 0x16]
 
@@ -125,7 +140,7 @@ def test_lease_defers_the_release_until_it_goes() -> None:
     assert t.closed
     assert log == []  # something can still use the handle
     del lease
-    drain()
+    settle()
     assert log == [0x17]
 
 
@@ -182,7 +197,7 @@ def test_last_unpin_during_a_global_capture_queues_the_release(
     assert log == []
     assert pending_releases() == 1
     monkeypatch.undo()
-    drain()
+    settle()
     assert log == [0x1C]
 
 
@@ -211,7 +226,7 @@ def test_dependants_released_before_dependencies() -> None:
     assert log == []  # the child keeps the parent alive
     del child
     gc.collect()
-    drain()
+    settle()
     assert log == [0x21, 0x20]
 
 
@@ -224,7 +239,7 @@ def test_cycle_collected_in_dependency_order() -> None:
     del parent, child, box
     gc.collect()
     gc.collect()
-    drain()
+    settle()
     assert log == [0x31, 0x30]
 
 
@@ -232,15 +247,15 @@ def test_dependency_released_after_its_dependant_whatever_the_collection_order()
     # Garbage collection finalises the objects of a reference cycle in no set order: a
     # parent may be finalised before the child that keeps it.
     gc.collect()
-    drain()
+    settle()
     log: list[int] = []
     parent = Thing(0x32, log)
     child = Thing(0x33, log, keep=(parent,))
     release_state(parent._state, collected=True)  # as if collected first
-    drain()
+    settle()
     assert log == []  # the child still needs it
     release_state(child._state, collected=True)
-    drain()
+    settle()
     assert log == [0x33, 0x32]
     for t in (parent, child):
         if t._finalizer is not None:  # pure mode: a weakref.finalize per object

@@ -159,6 +159,9 @@ cdef object _DEFERRED = None       # _handle.deferred (a deque)
 cdef object _drain = None          # _handle.drain
 cdef object _collected = None      # _handle._collected
 cdef object _unpinned = None       # _handle.unpinned
+cdef object _wake = None           # _handle.wake (the releasing thread)
+cdef object _settle = None         # _handle.settle
+cdef object _REAPING = None        # _handle._reaping (held during the thread's pass)
 cdef dict _PENDING = None          # _hostfn.PENDING
 cdef object _after_sync = None     # _hostfn.after_sync
 cdef dict _EAGER = None            # _hostfn._eager
@@ -185,7 +188,7 @@ cdef object _SUCCESS_TUPLE = None  # (CUresult.CUDA_SUCCESS,): a release's statu
 def configure():
     """Connect the core to the Python modules; ``cudriver/__init__`` calls it once."""
     global _ready, _GUARD, _error_for, _CUresult, _drv, _ACTIVE, _DEFERRED, _drain
-    global _collected, _unpinned, _PENDING, _after_sync, _EAGER, _KEYS, _Record, _run_host
+    global _collected, _unpinned, _wake, _settle, _REAPING, _PENDING, _after_sync, _EAGER, _KEYS, _Record, _run_host
     global _trampoline_failed, _DeviceMemory, _WaitCondition, _store, _enter, _leave
     global _ADOPTED, _OWNED, _LEGACY, _CUdeviceptr, _free_async_py, _SUCCESS_TUPLE, _ATTR_64
     global _LaunchConfig, _PoolBase
@@ -202,6 +205,9 @@ def configure():
     _drain = _handle.drain
     _collected = _handle._collected
     _unpinned = _handle.unpinned
+    _wake = _handle.wake
+    _settle = _handle.settle
+    _REAPING = _handle._reaping
     _PENDING = _hostfn.PENDING
     _after_sync = _hostfn.after_sync
     _EAGER = _hostfn._eager
@@ -352,8 +358,8 @@ cdef class StreamCore(HandleRoot):
         _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuStreamSynchronize")
-        if _DEFERRED:
-            _drain()
+        if _DEFERRED or _REAPING.locked():
+            _settle()
         if _PENDING:
             _after_sync(self._key)
 
@@ -699,8 +705,8 @@ cdef class EventCore(HandleRoot):
         _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuEventSynchronize")
-        if _DEFERRED:
-            _drain()
+        if _DEFERRED or _REAPING.locked():
+            _settle()
 
 
 # -- executable graphs --------------------------------------------------------------------------
@@ -1190,6 +1196,7 @@ cdef class BufferCore(HandleRoot):
         if (not _fast() or context is not None or type(nbytes) is not int
                 or not 0 < nbytes <= 0x7FFFFFFFFFFFFFFF or p_mem_alloc == NULL
                 or p_mem_free == NULL or p_ctx_get_current == NULL or p_ctx_push == NULL or p_ctx_pop == NULL
+                or (stream is not None and _ACTIVE)
                 or (pool is not None and (stream is None or p_mem_alloc_pool == NULL
                                           or not isinstance(pool, _PoolBase)
                                           or (<HandleRoot>pool)._h is None))):
@@ -1275,7 +1282,8 @@ cdef class BufferCore(HandleRoot):
         cdef BufferCore me = self
         if me._h is None:
             return
-        if me._views is not None or me._finalizer is not None or me._st == NULL:
+        if (me._views is not None or me._finalizer is not None or me._st == NULL
+                or (_ACTIVE and me._stream is not None)):
             return self._py_close()
         me._h = None
         _release_state(<State>me._st, False)
@@ -1359,6 +1367,7 @@ cdef int _release_state(State st, bint collected) except -1:
         return 0
     if collected or not _may_release_now():
         _DEFERRED.append(st)
+        _wake()
         return 0
     _release(st)
     return 0
@@ -1415,6 +1424,7 @@ cdef int _release(State st) except -1:
             if (dep.closing and not dep.leases and not dep.dependants and not dep.pins
                     and not (<State>dep).busy and dep.handle is not None):
                 _DEFERRED.append(dep)
+                _wake()
         st.deps = ()
         st.keep = None
     return 0

@@ -21,10 +21,13 @@ When a release runs
   thread, on a thread capturing through cudriver (in a mode other than ``RELAXED``),
   and while a ``GLOBAL``-mode capture is open anywhere. :func:`drain` runs the
   queue on an ordinary thread: constructors, ``synchronize()``, ``close()`` and capture
-  ends call it. At interpreter exit the queue is left to the driver, which reclaims
-  everything when the process ends: a synchronous free waits for the device, and a
-  device still waiting (say in ``wait_value32`` for a value no one will write) would
-  hang the exit.
+  ends call it, and so does the releasing thread (a daemon thread, woken by
+  :func:`wake` whenever a release is queued), so what a collected object kept goes
+  without waiting for a later cudriver call, and a release that waits for the device
+  never holds up the thread that dropped the object. At interpreter exit the queue is
+  left to the driver, which reclaims everything when the process ends: a synchronous
+  free waits for the device, and a device still waiting (say in ``wait_value32`` for
+  a value no one will write) would hang the exit.
 * **Never** in a forked child (the creating pid is recorded) or during interpreter
   shutdown. A failing release becomes a :class:`~cudriver.CudaWarning`.
 
@@ -35,6 +38,7 @@ before its Context, a GraphExec before its Graph).
 
 from __future__ import annotations
 
+import atexit
 import collections
 import functools
 import os
@@ -66,6 +70,11 @@ __all__ = [
     "unpin_all",
     "unpin2",
     "pinned",
+    "release_with",
+    "wake",
+    "settle",
+    "start_releasing_thread",
+    "releasing",
 ]
 
 Release = Callable[[Any], Any]
@@ -166,6 +175,7 @@ def release_state(state: _State, *, collected: bool = False) -> None:
         return
     if collected or not _may_release_now():
         deferred.append(state)
+        wake()
         return
     _release(state)
 
@@ -175,10 +185,17 @@ def _collected(state: _State) -> None:
 
 
 def drain() -> None:
-    """Run the deferred releases, if it is safe here; never raises."""
-    if not deferred or not _may_release_now():
+    """Run the deferred releases, if it is safe here; never raises.
+
+    Where it is not (a capture forbids it on this thread), the releasing thread is
+    woken instead.
+    """
+    if not deferred:
         return
-    while True:
+    if not _may_release_now():
+        wake()
+        return
+    while not _exiting:
         try:
             state = deferred.popleft()
         except IndexError:
@@ -216,13 +233,38 @@ def _release(state: _State) -> None:
             except Exception as exc:
                 _warn(f"{state.kind} release hook failed: {exc!r}")
     finally:
-        # Dependencies go only after the handle: dependants are released first.
-        me = id(state)
-        for dep in state.deps:
-            dep.dependants.discard(me)
-            _queue_if_free(dep)
-        state.deps = ()
-        state.keep = None
+        _drop_deps(state)
+
+
+def release_with(state: _State, release: Release) -> Any:
+    """Release ``state``'s handle once with ``release`` instead of its own, now.
+
+    Leases are not waited for: for a release that the caller knows is ordered after
+    every use (a free captured into the graph that holds the leases). Returns what
+    ``release`` returned, or None when the handle was already released.
+    """
+    with _claim_lock:
+        handle = state.handle
+        if handle is None:
+            return None
+        state.closing = True
+        state.handle = None
+        state.release = None
+        state.on_release = None
+    try:
+        return release(handle)
+    finally:
+        _drop_deps(state)
+
+
+def _drop_deps(state: _State) -> None:
+    # Dependencies go only after the handle: dependants are released first.
+    me = id(state)
+    for dep in state.deps:
+        dep.dependants.discard(me)
+        _queue_if_free(dep)
+    state.deps = ()
+    state.keep = None
 
 
 def _queue_if_free(state: _State) -> None:
@@ -236,6 +278,7 @@ def _queue_if_free(state: _State) -> None:
         and state.handle is not None
     ):
         deferred.append(state)
+        wake()
 
 
 def unpinned(state: _State) -> None:
@@ -334,6 +377,85 @@ if not TYPE_CHECKING and COMPILED:
     _release = _impl.core.release
 
 
+# -- the releasing thread ----------------------------------------------------------------
+# A daemon thread that runs the queue soon after a release is queued. It is woken by
+# releasing ``_wake``, a plain lock held while it sleeps: releasing one takes no other
+# lock, so garbage collection may wake it from anywhere. It is started by the first
+# handle made (never in a forked child, which frees nothing); at exit it stops.
+_wake = threading.Lock()
+_wake.acquire()
+_reaping = threading.Lock()  # held by the thread while it drains
+_reaper_started = False
+_reaper_start_lock = threading.Lock()
+_exiting = False
+_reaper_ident = 0
+
+
+def start_releasing_thread() -> None:
+    """Start the releasing thread, once per process."""
+    global _reaper_started
+    with _reaper_start_lock:
+        if _reaper_started:
+            return
+        threading.Thread(target=_reap, name="cudriver-releases", daemon=True).start()
+        _reaper_started = True
+
+
+def wake() -> None:
+    """Have the releasing thread run the queue; never blocks, never raises."""
+    try:
+        _wake.release()
+    except RuntimeError:  # already awake: it drains again before sleeping
+        pass
+
+
+def settle() -> None:
+    """Run the queue here if allowed, then wait for the releasing thread's pass.
+
+    What ``synchronize()`` calls: once it returns, every release queued before it has
+    run (or waits for what forbids it here, such as a capture). Waiting is no worse
+    than running those releases on this thread, which is what would happen otherwise.
+    """
+    drain()
+    if _reaping.locked() and threading.get_ident() != _reaper_ident:
+        with _reaping:
+            pass
+
+
+def releasing() -> bool:
+    """Whether the releasing thread is running releases now."""
+    return _reaping.locked()
+
+
+def _reap() -> None:
+    global _reaper_ident
+    _reaper_ident = threading.get_ident()
+    while True:
+        _wake.acquire()
+        if _exiting:
+            return
+        if GUARD.open:
+            # A release may touch the legacy stream, which would break the capture:
+            # the capture's end runs the queue (or wakes this thread again).
+            continue
+        with _reaping:
+            drain()
+
+
+def _at_exit() -> None:
+    global _exiting
+    _exiting = True
+
+
+def _in_forked_child() -> None:
+    global _reaper_started
+    _reaper_started = True  # a child frees nothing: it never needs the thread
+
+
+atexit.register(_at_exit)
+os.register_at_fork(after_in_child=_in_forked_child)
+
+
 class Lease:
     """Keeps a handle's release waiting while something can still use the handle.
 
@@ -406,6 +528,8 @@ class Handle(HandleRoot):
         self._key = int(handle)
         self._owned = owned
         self._owner = owner
+        if not _reaper_started:
+            start_releasing_thread()
         if deferred:
             drain()
         state = _State(handle, release if owned else None, func, self._kind, keep, on_release)

@@ -525,8 +525,8 @@ class Context(Handle):
                 _cuCtxSynchronize()
         finally:
             _handle.unpin(st)
-        if _handle.deferred:
-            _handle.drain()
+        if _handle.deferred or _handle.releasing():
+            _handle.settle()
         if _hostfn.PENDING:
             # re-raise errors of host functions that ran on this context's streams
             _hostfn.after_context_sync(self._key)

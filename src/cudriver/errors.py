@@ -408,6 +408,7 @@ class CallGuard:
         "captures",
         "forked",
         "initialized",
+        "open",
         "restrictive",
         "running",
     )
@@ -422,6 +423,9 @@ class CallGuard:
         # ids of every open capture session that forbids unsafe calls on its thread: when
         # empty (the common case) no thread needs looking at
         self.restrictive: set[int] = set()
+        # ids of every open capture session, whatever its mode: the releasing thread
+        # waits while any is open (a release can touch the legacy stream)
+        self.open: set[int] = set()
         self._local = threading.local()
         self._lock = threading.Lock()
 

@@ -184,8 +184,8 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
                 _handle.unpinned(st)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventSynchronize)
-        if _handle.deferred:
-            _handle.drain()
+        if _handle.deferred or _handle.releasing():
+            _handle.settle()
 
     @pinned
     def elapsed_ms(self, later: Event) -> float:
