@@ -77,13 +77,14 @@ def run_threads(targets, seconds=3):
 """
 
 
-def run_isolated(body: str, *, env: dict[str, str] | None = None) -> str:
+def run_isolated(body: str, *, env: dict[str, str] | None = None, timeout: float = TIMEOUT) -> str:
     """Run ``body`` (after PRELUDE) in a fresh interpreter; return its stdout.
 
     Fails the test on a non-zero exit status (a crash, a hang cut short by
-    faulthandler, an exception) or when the script did not print ``OK`` last.
+    faulthandler after ``timeout`` less 10 seconds, an exception) or when the script
+    did not print ``OK`` last.
     """
-    script = PRELUDE.format(deadline=TIMEOUT - 10) + textwrap.dedent(body)
+    script = PRELUDE.format(deadline=timeout - 10) + textwrap.dedent(body)
     full_env = {**os.environ, **(env or {})}
     full_env.pop("CUDA_MODULE_LOADING", None)  # the driver's default: lazy loading
     if env:
@@ -92,7 +93,7 @@ def run_isolated(body: str, *, env: dict[str, str] | None = None) -> str:
         [sys.executable, "-X", "faulthandler", "-c", script],
         capture_output=True,
         text=True,
-        timeout=TIMEOUT,
+        timeout=timeout,
         env=full_env,
         check=False,
     )
@@ -500,53 +501,6 @@ def test_callback_exception_with_a_broken_str_is_not_lost() -> None:
             assert "Nasty" in str(exc)
         else:
             raise AssertionError("lost")
-        print("OK")
-        """
-    )
-
-
-@pytest.mark.gpu
-def test_end_capture_from_the_wrong_thread_changes_nothing() -> None:
-    run_isolated(
-        """
-        make_current()
-        (fill,) = kernels("fill")
-        s = cu.Stream()
-        buf = cu.DeviceBuffer(1024)
-        ref = weakref.ref(buf)
-        s.begin_capture(cu.CaptureMode.THREAD_LOCAL)
-        fill.launch(s, 1, 256, buf, np.uint32(4), 256)
-        del buf
-        errors = []
-
-        def end_elsewhere():
-            make_current()
-            try:
-                s.end_capture()
-            except cu.StreamCaptureError as exc:
-                errors.append(exc)
-
-        t = threading.Thread(target=end_elsewhere)
-        t.start()
-        t.join()
-        assert len(errors) == 1 and "another thread" in str(errors[0]), errors
-        del errors
-        gc.collect()
-        from cudriver import capture
-        if s.capture_status is cu.CaptureStatus.ACTIVE:
-            # The driver kept the capture: so does cudriver, keep list and all.
-            assert ref() is not None
-            g = s.end_capture()
-            exe = g.instantiate()
-            exe.launch(s)
-            s.synchronize()
-            assert (ref().copy_to().view(np.uint32)[:256] == 4).all()
-        else:
-            # The driver ended it (seen with CUDA 13.0): the bookkeeping follows, and
-            # the stream captures again.
-            assert not capture.ACTIVE and ref() is None
-            s.begin_capture()
-            s.end_capture().close()
         print("OK")
         """
     )

@@ -9,6 +9,7 @@ consumers (:func:`order_after`).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Protocol, runtime_checkable
 
@@ -16,8 +17,11 @@ import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from ._coerce import U64_LIMIT, DeviceMemory, HostMemory, int_arg
-from .errors import checked
+from . import capture
+from ._bindings import SUCCESS
+from ._coerce import U64_LIMIT, DeviceMemory, HostMemory, StreamLike, int_arg, stream_handle
+from .device import enter_context, leave_context
+from .errors import ClosedError, checked, error_for
 
 __all__ = [
     "SupportsCudaArrayInterface",
@@ -29,6 +33,7 @@ __all__ = [
     "fill_args",
     "order_after",
     "memory_side",
+    "enqueue",
 ]
 
 _EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
@@ -37,6 +42,7 @@ _cuStreamIsCapturing = checked(_drv.cuStreamIsCapturing)
 _cuEventCreate = checked(_drv.cuEventCreate)
 _cuEventRecord = checked(_drv.cuEventRecord)
 _cuStreamWaitEvent = checked(_drv.cuStreamWaitEvent)
+_cuStreamSynchronize = _drv.cuStreamSynchronize
 
 
 @runtime_checkable
@@ -285,3 +291,57 @@ def memory_side(p: Any, side: str, on_dev: bool, addr: int, obj: Any) -> None:
     else:
         setattr(p, f"{side}MemoryType", _MT.CU_MEMORYTYPE_HOST)
         setattr(p, f"{side}Host", addr)
+
+
+def _no_order(queue: Any) -> None:
+    pass
+
+
+def _order_after_stream(other: int, queue: Any) -> None:
+    order_after(queue, other)
+
+
+def enqueue(
+    buf: Any, stream: StreamLike, other: int | None, keep: Any, fn: Any, args: tuple[Any, ...]
+) -> None:
+    """Call ``fn(*args, queue)`` for device buffer ``buf`` in its context.
+
+    The work is ordered after ``other`` (the stream an operand advertises); ``buf`` and
+    ``keep`` are kept alive. With ``stream`` the work is only enqueued there, and the
+    operands are kept alive with a capture in progress. Without it the work runs on
+    the buffer's own stream (stream-ordered buffers) or on the legacy stream (or its
+    stand-in while a capture is open: ``capture.run_stream_less``), and has completed
+    on return.
+    """
+    if stream is None:
+        st = buf._stream
+        if st is not None and st._h is None:
+            raise ClosedError("the stream of this stream-ordered DeviceBuffer is closed")
+        sh, q = None, buf._sync_h
+    else:
+        sh = q = stream_handle(stream)
+    ctx = buf._context
+    if ctx is None:
+        ctx = buf._resolve_context()
+    pushed = enter_context(ctx._closed_check(), ctx._key)
+    try:
+        if sh is None and buf._stream is None:
+            before = _no_order if other is None else functools.partial(_order_after_stream, other)
+            capture.run_stream_less(ctx._key, fn, args, before)
+            return
+        if other is not None:
+            order_after(q, other)
+        r = fn(*args, q)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], fn)
+        if sh is None:
+            r = _cuStreamSynchronize(q)
+            if r[0] is not SUCCESS:
+                raise error_for(r[0], _cuStreamSynchronize)
+        else:
+            buf._note_use(q)
+            if isinstance(keep, DeviceMemory):
+                keep._note_use(q)
+            capture.keep(q, keep, buf)
+    finally:
+        leave_context(pushed)

@@ -15,11 +15,29 @@ A capture begun through cudriver (:meth:`cudriver.Stream.begin_capture` or
   never blamed.
 
 When no capture is active in the process, :func:`keep` costs one dict test.
+
+Stream-less operations while captures are open
+----------------------------------------------
+cudriver's buffer operations made without ``stream=`` (copies and fills of buffers
+that have no stream of their own) run on the legacy default stream and are waited
+for, so they are ordered after the work of every blocking stream. While a blocking
+stream captures, though, any legacy-stream operation fails with
+``CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`` and can invalidate that capture, whichever
+thread makes it. So :func:`run_stream_less` decides, under :data:`BEGIN_LOCK` (which
+:func:`begin` holds around ``cuStreamBeginCapture``): with no capture begun through
+cudriver open, the operation runs on the legacy stream as always; with one open, it
+runs on a private non-blocking stream of its context (the *stand-in*), made to wait
+first for the work enqueued so far on every blocking cudriver stream of that context
+that is not capturing (:data:`BLOCKING`). Either way it has completed when the call
+returns.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from cuda.bindings import driver as _drv
@@ -27,7 +45,7 @@ from cuda.bindings import driver as _drv
 from . import _bindings
 from ._bindings import SUCCESS
 from ._enums import CaptureMode, CaptureStatus
-from ._handle import Handle, drain
+from ._handle import Handle, drain, release_with, unpin
 from .errors import GUARD, StreamCaptureError, error_for, watch_capture_violations
 
 __all__ = [
@@ -47,6 +65,11 @@ __all__ = [
     "abort_on",
     "info",
     "destroy_stream",
+    "allocated",
+    "free_in_capture",
+    "BEGIN_LOCK",
+    "BLOCKING",
+    "run_stream_less",
 ]
 
 _cuStreamBeginCapture = _drv.cuStreamBeginCapture
@@ -55,6 +78,18 @@ _cuGraphDestroy = _drv.cuGraphDestroy
 _ACTIVE_STATUS = _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
 _NOT_CAPTURING = _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 _R = _drv.CUresult
+_cuStreamCreate = _drv.cuStreamCreate
+_cuStreamSynchronize = _drv.cuStreamSynchronize
+_cuStreamWaitEvent = _drv.cuStreamWaitEvent
+_cuStreamIsCapturing = _drv.cuStreamIsCapturing
+_cuEventCreate = _drv.cuEventCreate
+_cuEventRecord = _drv.cuEventRecord
+_cuEventSynchronize = _drv.cuEventSynchronize
+_cuCtxGetCurrent = _drv.cuCtxGetCurrent
+_STREAM_NON_BLOCKING = int(_drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
+_EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+#: ``CU_STREAM_LEGACY``, independent of the per-thread-stream build.
+LEGACY = _drv.CUstream(1)
 
 
 class CaptureSession:
@@ -72,6 +107,9 @@ class CaptureSession:
         error, e.g. ``"cuStreamSynchronize (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)"``.
     closed : bool
         Whether the session was ended (or abandoned).
+    thread : int
+        The ident of the thread that began it: in modes other than ``RELAXED`` only
+        that thread may end it.
     into : Graph or None
         The existing graph it captures into (``cuStreamBeginCaptureToGraph``), which
         ending or aborting the capture never destroys; the keep list goes into it
@@ -82,18 +120,23 @@ class CaptureSession:
         "__weakref__",
         "_on_owner_gone",
         "_watchers",
+        "allocations",
         "closed",
         "id",
         "into",
         "keep",
         "mode",
         "restrictive",
+        "thread",
         "violation",
     )
 
     def __init__(self, cid: int, mode: CaptureMode) -> None:
         self.id = cid
         self.mode = mode
+        self.thread = threading.get_ident()
+        # Addresses of stream-ordered buffers allocated in this capture (alloc nodes).
+        self.allocations: set[int] = set()
         self.restrictive = mode is not CaptureMode.RELAXED
         self.keep: list[Any] = []
         self.violation: str | None = None
@@ -101,6 +144,7 @@ class CaptureSession:
         self.into: Any = None
         self._on_owner_gone: weakref.finalize[Any, Any] | None = None
         self._watchers = watch_capture_violations(self)
+        GUARD.open.add(id(self))
         if mode is CaptureMode.GLOBAL:
             GUARD.captures.add(id(self))
         if self.restrictive:
@@ -131,6 +175,8 @@ class CaptureSession:
                 ACTIVE.pop(self.id, None)
             GUARD.captures.discard(id(self))
             GUARD.restrictive.discard(id(self))
+            GUARD.open.discard(id(self))
+            self.allocations = set()
             if self.into is not None:
                 self.into._adopt(self.keep)
                 self.keep = []
@@ -156,6 +202,46 @@ def hold(keep: list[Any], objs: tuple[Any, ...]) -> None:
                 keep.append(o._lease())
         elif type(o) is tuple:
             keep.extend(a._lease() for a in o if isinstance(a, Handle) and a._h is not None)
+
+
+def allocated(stream_h: Any, address: int) -> None:
+    """Note a stream-ordered allocation made on ``stream_h`` while it captures."""
+    cid = capture_id(stream_h)
+    session = ACTIVE.get(cid) if cid is not None else None
+    if session is not None:
+        session.allocations.add(address)
+
+
+def free_in_capture(buf: Any, stream_h: Any, context: Any) -> bool:
+    """Free ``buf`` in the capture that allocated it, if ``stream_h`` still captures it.
+
+    Captures ``cuMemFreeAsync`` on ``stream_h`` (a free node) and marks ``buf`` closed;
+    its leases (held by this capture's keep list) are bypassed, since the memory only
+    exists while the graph runs. Returns False, doing nothing, when the buffer was not
+    allocated in the capture ``stream_h`` is part of, or a call on it is in flight.
+    """
+    cid = capture_id(stream_h)
+    session = ACTIVE.get(cid) if cid is not None else None
+    key = buf._key
+    if session is None or key not in session.allocations:
+        return False
+    state = buf._state
+    if state.pins or state.busy:
+        return False
+    buf._h = None
+    fin = buf._finalizer
+    if fin is not None:
+        fin.detach()
+    session.allocations.discard(key)
+    with context._scope():
+        r = release_with(state, functools.partial(_free_captured, stream_h))
+    if r is not None and r[0] is not SUCCESS:
+        raise error_for(r[0], _drv.cuMemFreeAsync)
+    return True
+
+
+def _free_captured(stream_h: Any, dptr: Any) -> Any:
+    return _drv.cuMemFreeAsync(dptr, stream_h)
 
 
 def _abandon(ref: weakref.ref[CaptureSession]) -> None:
@@ -233,22 +319,25 @@ def begin(
     if GUARD.armed:
         GUARD.check()
     cmode = _drv.CUstreamCaptureMode(int(m))
-    if into is None:
-        r = _cuStreamBeginCapture(stream_h, cmode)
-        if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuStreamBeginCapture)
-    else:
-        r = _bindings.begin_capture_to_graph(stream_h, into.handle, cmode)
-        if r[0] is not SUCCESS:
-            raise error_for(r[0], _drv.cuStreamBeginCaptureToGraph)
-    cid = capture_id(stream_h)
-    if cid is None:  # pragma: no cover - the driver just began it
-        raise StreamCaptureError(
-            _R.CUDA_ERROR_ILLEGAL_STATE, "cuStreamGetCaptureInfo", "no capture"
-        )
-    session = CaptureSession(cid, m)
-    session.into = into
-    ACTIVE[cid] = session
+    # Under BEGIN_LOCK until the session is registered: a stream-less operation either
+    # ran on the legacy stream before the capture began, or sees it (run_stream_less).
+    with BEGIN_LOCK:
+        if into is None:
+            r = _cuStreamBeginCapture(stream_h, cmode)
+            if r[0] is not SUCCESS:
+                raise error_for(r[0], _cuStreamBeginCapture)
+        else:
+            r = _bindings.begin_capture_to_graph(stream_h, into.handle, cmode)
+            if r[0] is not SUCCESS:
+                raise error_for(r[0], _drv.cuStreamBeginCaptureToGraph)
+        cid = capture_id(stream_h)
+        if cid is None:  # pragma: no cover - the driver just began it
+            raise StreamCaptureError(
+                _R.CUDA_ERROR_ILLEGAL_STATE, "cuStreamGetCaptureInfo", "no capture"
+            )
+        session = CaptureSession(cid, m)
+        session.into = into
+        ACTIVE[cid] = session
     return session
 
 
@@ -317,7 +406,23 @@ def end_on(stream: Any) -> tuple[Any, list[Any]]:
     h = stream._h
     if h is None:
         stream._raise_closed()
-    session, stream._capture = stream._capture, None
+    session = stream._capture
+    if (
+        session is not None
+        and not session.closed
+        and session.mode is not CaptureMode.RELAXED
+        and session.thread != threading.get_ident()
+    ):
+        # The driver refuses this end but breaks the capture doing so (measured with
+        # CUDA 13.0: the right thread's end then failed with ILLEGAL_STATE): refuse it
+        # here, so the capture and its keep list stay usable.
+        raise StreamCaptureError(
+            _R.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+            "cuStreamEndCapture",
+            f"the capture was begun on another thread in {session.mode.name} mode: end it "
+            "on that thread (or capture in CaptureMode.RELAXED)",
+        )
+    stream._capture = None
     try:
         return end(h, session)
     finally:
@@ -340,6 +445,7 @@ def destroy_stream(h: Any) -> Any:
 
     Returns ``cuStreamDestroy``'s status tuple; raises nothing of its own.
     """
+    BLOCKING.pop(int(h), None)
     r = _drv.cuStreamIsCapturing(h)
     if r[0] is SUCCESS and r[1] != _NOT_CAPTURING:
         abort(h, None)
@@ -361,3 +467,112 @@ def _detail(code: int, violation: str | None) -> str | None:
     if code == int(_R.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD):
         return "the capture was begun on another thread"
     return None
+
+
+# -- stream-less operations while captures are open ------------------------------------
+
+#: Held around ``cuStreamBeginCapture`` and a capture's registration, and by
+#: :func:`run_stream_less` while it chooses its stream and enqueues: never around a
+#: wait for the device, and never by a release.
+BEGIN_LOCK = threading.Lock()
+#: stream key -> (context key, the stream's release state), for every open blocking
+#: stream cudriver created: what stream-less operations are ordered after while a
+#: capture is open. Entries go when the stream is destroyed (:func:`destroy_stream`).
+BLOCKING: dict[int, tuple[int, Any]] = {}
+# context key -> (stand-in stream, its ordering event, its done event): created on
+# first use in that context, kept until exit (like cudriver's primary-context retain).
+_STANDIN: dict[int, tuple[Any, Any, Any]] = {}
+
+
+def _standin(ctx_key: int) -> tuple[Any, Any, Any]:
+    """The stand-in stream of the current context (``ctx_key``) and its two events."""
+    found = _STANDIN.get(ctx_key)
+    if found is not None:
+        return found
+    r = _cuStreamCreate(_STREAM_NON_BLOCKING)
+    if r[0] is not SUCCESS:
+        raise error_for(r[0], _cuStreamCreate)
+    events = []
+    for _ in range(2):
+        e = _cuEventCreate(_EVENT_NO_TIMING)
+        if e[0] is not SUCCESS:
+            raise error_for(e[0], _cuEventCreate)
+        events.append(e[1])
+    found = (r[1], events[0], events[1])
+    _STANDIN[ctx_key] = found
+    return found
+
+
+def _order_after_blocking(q: Any, order: Any, ctx_key: int, pinned: list[Any]) -> None:
+    """Make ``q`` wait for the work so far on every non-capturing blocking stream.
+
+    Runs under :data:`BEGIN_LOCK` (no capture can begin meanwhile); the states of the
+    streams used are pinned and appended to ``pinned`` for the caller to unpin.
+    """
+    for ckey, st in list(BLOCKING.values()):
+        if ckey != ctx_key:
+            continue
+        st.pins.append(None)
+        pinned.append(st)
+        sh = st.handle
+        if sh is None:
+            continue
+        r = _cuStreamIsCapturing(sh)
+        if r[0] is not SUCCESS or r[1] != _NOT_CAPTURING:
+            continue  # its captured work does not run now; pre-capture work: see docs
+        r = _cuEventRecord(order, sh)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], _cuEventRecord)
+        r = _cuStreamWaitEvent(q, order, 0)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], _cuStreamWaitEvent)
+
+
+def run_stream_less(
+    ctx_key: int | None,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    before: Callable[[Any], None],
+) -> None:
+    """Run the stream-less operation ``fn(*args, queue)`` and wait for it.
+
+    The context ``ctx_key`` (None: look it up) is current. ``before(queue)`` orders
+    the queue after what the operands need (their streams) and runs first. See the
+    module docstring for which queue is used.
+    """
+    pinned: list[Any] = []
+    try:
+        with BEGIN_LOCK:
+            if ACTIVE:
+                if ctx_key is None:
+                    c = _cuCtxGetCurrent()
+                    if c[0] is not SUCCESS:
+                        raise error_for(c[0], _cuCtxGetCurrent)
+                    ctx_key = int(c[1])
+                q, order, done = _standin(ctx_key)
+                _order_after_blocking(q, order, ctx_key, pinned)
+            else:
+                q, done = LEGACY, None
+            before(q)
+            r = fn(*args, q)
+            if r[0] is not SUCCESS:
+                raise error_for(r[0], fn)
+            if done is not None:
+                # The wait happens outside the lock; the stand-in stream is shared by
+                # the context's threads, so a later record only makes this wait longer.
+                r = _cuEventRecord(done, q)
+                if r[0] is not SUCCESS:
+                    raise error_for(r[0], _cuEventRecord)
+            else:
+                # On the legacy stream the wait stays inside the lock: once a capture
+                # has begun, even a legacy-stream synchronize is refused.
+                r = _cuStreamSynchronize(q)
+                if r[0] is not SUCCESS:
+                    raise error_for(r[0], _cuStreamSynchronize)
+        if done is not None:
+            r = _cuEventSynchronize(done)
+            if r[0] is not SUCCESS:
+                raise error_for(r[0], _cuEventSynchronize)
+    finally:
+        for st in pinned:
+            unpin(st)

@@ -4,16 +4,18 @@ Operands are what :meth:`DeviceBuffer.copy_from` takes: device, managed and pinn
 buffers, numpy arrays and bytes-like objects (host memory), and objects with
 ``__cuda_array_interface__``. Every size is checked against the operands before the
 first driver call. Without ``stream=`` a call is synchronous (enqueued on the legacy
-default stream and waited for); with one it is only enqueued.
+default stream, or on its stand-in while a capture is open, and waited for); with one
+it is only enqueued.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _handle
+from . import _handle, capture
 from ._bindings import SUCCESS
 from ._coerce import StreamLike, device_address, nbytes_arg, stream_handle, uint_arg
 from ._copy import Operand, fill_args, memory_side, operand, order_after
@@ -22,11 +24,9 @@ from .memory import DeviceBuffer
 
 __all__ = ["copy_2d", "copy_3d", "memset_2d", "copy_peer"]
 
-_LEGACY = _drv.CUstream(1)
 _cuMemcpy2DAsync = _drv.cuMemcpy2DAsync
 _cuMemcpy3DAsync = _drv.cuMemcpy3DAsync
 _cuMemcpyPeerAsync = _drv.cuMemcpyPeerAsync
-_cuStreamSynchronize = _drv.cuStreamSynchronize
 _MEMSET_2D = {1: _drv.cuMemsetD2D8Async, 2: _drv.cuMemsetD2D16Async, 4: _drv.cuMemsetD2D32Async}
 
 
@@ -44,25 +44,30 @@ def _fits(op: Operand, need: int, role: str) -> None:
         raise ValueError(f"{role} holds {op[2]} bytes; the copy needs {need}")
 
 
-def _run(stream: StreamLike, objs: tuple[Any, ...], call: Any, *args: Any) -> None:
-    """Enqueue ``call(*args, queue)`` with the objects pinned; wait when no stream."""
+def _run(
+    stream: StreamLike, objs: tuple[Any, ...], call: Any, *args: Any, ops: tuple[Operand, ...] = ()
+) -> None:
+    """Enqueue ``call(*args, queue)`` with the objects pinned; wait when no stream.
+
+    Ordered first after the streams the operands ``ops`` advertise (the CUDA Array
+    Interface's rule for consumers). Without a stream the queue is the legacy stream,
+    or its stand-in while a capture is open (``capture.run_stream_less``).
+    """
     states = _handle.pin_all(*objs, stream)
     try:
-        queue = _LEGACY if stream is None else stream_handle(stream)
+        if stream is None:
+            capture.run_stream_less(None, call, args, functools.partial(_ordered, ops))
+            return
+        queue = stream_handle(stream)
+        _ordered(ops, queue)
         r = call(*args, queue)
         if r[0] is not SUCCESS:
             raise error_for(r[0], call)
-        if stream is None:
-            r = _cuStreamSynchronize(queue)
-            if r[0] is not SUCCESS:
-                raise error_for(r[0], _cuStreamSynchronize)
     finally:
         _handle.unpin_all(states)
 
 
-def _ordered(queue_stream: StreamLike, *ops: Operand) -> None:
-    # The CUDA Array Interface's rule for consumers: wait for the producer's stream.
-    queue = _LEGACY if queue_stream is None else stream_handle(queue_stream)
+def _ordered(ops: tuple[Operand, ...], queue: Any) -> None:
     for op in ops:
         if op[4] is not None:
             order_after(queue, op[4])
@@ -103,8 +108,7 @@ def copy_2d(
     memory_side(p, "dst", d[0], d[1], d[3])
     p.srcPitch, p.dstPitch = sp, dp
     p.WidthInBytes, p.Height = w, h
-    _ordered(stream, d, s)
-    _run(stream, (dst, src), _cuMemcpy2DAsync, p)
+    _run(stream, (dst, src), _cuMemcpy2DAsync, p, ops=(d, s))
 
 
 def copy_3d(
@@ -143,8 +147,7 @@ def copy_3d(
     p.srcPitch, p.dstPitch = sp, dp
     p.srcHeight, p.dstHeight = sh, dh
     p.WidthInBytes, p.Height, p.Depth = w, h, z
-    _ordered(stream, d, s)
-    _run(stream, (dst, src), _cuMemcpy3DAsync, p)
+    _run(stream, (dst, src), _cuMemcpy3DAsync, p, ops=(d, s))
 
 
 def _rows(value: Any, height: int, name: str) -> int:

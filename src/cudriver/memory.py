@@ -29,16 +29,15 @@ from ._coerce import (
     nbytes_arg,
     nbytes_of,
     shape_arg,
-    stream_handle,
     typed_shape,
 )
 from ._copy import (
     cai_stream_value,
+    enqueue,
     fill_args,
     fill_new,
     host_source,
     operand,
-    order_after,
 )
 from ._handle import Lease, pinned
 from ._init import init
@@ -52,7 +51,7 @@ from .device import (
     enter_context,
     leave_context,
 )
-from .errors import ClosedError, error_for
+from .errors import error_for
 from .stream import Stream
 
 if TYPE_CHECKING:
@@ -193,6 +192,9 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
                 raise error_for(r[0], fn if pool is None else _cuMemAllocFromPoolAsync)
             if pool is not None and st is not None:
                 pool._note_stream(st._state)  # its release waits for the frees made there
+            if st is not None and capture.ACTIVE:
+                # An allocation node: closing the buffer in this capture frees it there.
+                capture.allocated(st._state.handle, int(r[1]))
             self._set_fields(n, ctx, st, None, None, None, 0)
             ctx_h = ctx.handle
             if st is None:
@@ -474,6 +476,11 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         :meth:`from_handle` buffer frees nothing. While a prepared launch, a ``MemOp``
         or a graph made with the buffer (or a view of it) lives, the buffer is unusable
         at once and its memory is freed when the last of them is gone.
+
+        A stream-ordered buffer allocated inside a capture that is still open, closed
+        while its stream captures, is freed in the graph: ``cuMemFreeAsync`` is
+        captured as a free node, so the graph frees what it allocates and can be
+        launched again.
         """
         if self._h is None:
             return
@@ -482,19 +489,15 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
             self._views = None
             for v in list(views):
                 v.close()
+        if capture.ACTIVE and self._stream is not None and self._base is None:
+            st = self._stream
+            sh = st._h
+            ctx = self._context
+            if sh is not None and ctx is not None and capture.free_in_capture(self, sh, ctx):
+                return
         super().close()
 
     # -- copies ---------------------------------------------------------------------------
-    def _queue(self, stream: StreamLike) -> tuple[Any, Any]:
-        """``(stream handle or None, the stream to enqueue on)``."""
-        if stream is None:
-            st = self._stream
-            if st is not None and st._h is None:
-                raise ClosedError("the stream of this stream-ordered DeviceBuffer is closed")
-            return None, self._sync_h
-        sh = stream_handle(stream)
-        return sh, sh
-
     def copy_from(self, src: Any, *, stream: StreamLike = None) -> None:
         """Copy ``src`` into this buffer; sizes must match exactly.
 
@@ -538,32 +541,9 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
     ) -> None:
         """Call ``fn(*args, queue)`` in this buffer's context, ordered and kept alive.
 
-        Without ``stream`` the work runs on the buffer's own queue and has completed
-        on return (``cuStreamSynchronize``); with one it is only enqueued, and the
-        operands are kept alive with a capture in progress.
+        See :func:`cudriver._copy.enqueue`.
         """
-        sh, q = self._queue(stream)
-        ctx = self._context
-        if ctx is None:
-            ctx = self._resolve_context()
-        pushed = enter_context(ctx._closed_check(), ctx._key)
-        try:
-            if other is not None:
-                order_after(q, other)
-            r = fn(*args, q)
-            if r[0] is not SUCCESS:
-                raise error_for(r[0], fn)
-            if sh is None:
-                r = _cuStreamSynchronize(q)
-                if r[0] is not SUCCESS:
-                    raise error_for(r[0], _cuStreamSynchronize)
-            else:
-                self._note_use(q)
-                if isinstance(keep, DeviceMemory):
-                    keep._note_use(q)
-                capture.keep(q, keep, self)
-        finally:
-            leave_context(pushed)
+        enqueue(self, stream, other, keep, fn, args)
 
     @overload
     def copy_to(self, out: None = None, *, stream: StreamLike = None) -> npt.NDArray[Any]: ...

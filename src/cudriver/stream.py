@@ -77,8 +77,8 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
     non_blocking
         Do not synchronise with the legacy default stream (``CU_STREAM_NON_BLOCKING``).
         The default, False, makes a blocking stream like ``cuStreamCreate`` with flags
-        0: buffer operations made without ``stream=`` (which run on the legacy stream)
-        are then ordered after its work.
+        0: buffer operations made without ``stream=`` (which run on the legacy stream,
+        or on its stand-in while a capture is open) are then ordered after its work.
     priority
         Scheduling priority; lower numbers are higher priorities. Must lie within
         ``context.stream_priority_range``. None: the default priority.
@@ -124,6 +124,8 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
             else:
                 h = _cuStreamCreateWithPriority(flags, priority)
         self._setup(h, ctx, owned=True, owner=None, special=None)
+        if not flags:  # stream-less buffer operations wait for it while a capture is open
+            capture.BLOCKING[self._key] = (ctx._key, self._state)
 
     def _setup(
         self, h: Any, ctx: Context | None, *, owned: bool, owner: Any, special: str | None
@@ -210,8 +212,8 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
                 _handle.unpinned(st)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuStreamSynchronize)
-        if _handle.deferred:
-            _handle.drain()
+        if _handle.deferred or _handle.releasing():
+            _handle.settle()
         if _hostfn.PENDING:
             # re-raise errors of host functions that ran on this stream
             _hostfn.after_sync(self._key)
@@ -700,11 +702,16 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
             capture.abort_on(self)
         super().close()
 
+    def _capture_info(self) -> Any:
+        # None for the legacy stream: it never captures, and asking fails during captures.
+        return None if self._special == "legacy" else capture.info(self.handle)
+
     @property
     @pinned
     def capture_status(self) -> CaptureStatus:
-        """The stream's :class:`~cudriver.CaptureStatus` (``cuStreamGetCaptureInfo``)."""
-        return CaptureStatus(int(capture.info(self.handle).status))
+        """The :class:`~cudriver.CaptureStatus` (``cuStreamGetCaptureInfo``; legacy: NONE)."""
+        ci = self._capture_info()
+        return CaptureStatus.NONE if ci is None else CaptureStatus(int(ci.status))
 
     @property
     def is_capturing(self) -> bool:
@@ -715,15 +722,15 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
     @pinned
     def capture_id(self) -> int | None:
         """The id of the active capture, or None (``cuStreamGetCaptureInfo``)."""
-        ci = capture.info(self.handle)
-        return ci.id if int(ci.status) == CaptureStatus.ACTIVE else None
+        ci = self._capture_info()
+        return ci.id if ci is not None and int(ci.status) == CaptureStatus.ACTIVE else None
 
     @property
     @pinned
     def capture_graph(self) -> Graph | None:
         """The graph being captured into (borrowed), or None (``cuStreamGetCaptureInfo``)."""
-        ci = capture.info(self.handle)
-        if int(ci.status) != CaptureStatus.ACTIVE or ci.graph is None:
+        ci = self._capture_info()
+        if ci is None or int(ci.status) != CaptureStatus.ACTIVE or ci.graph is None:
             return None
         return Graph.from_handle(ci.graph)
 
