@@ -105,6 +105,9 @@ def test_config_validates_and_normalises() -> None:
         cu.LaunchConfig(mem_sync_domain=2)
     with pytest.raises(TypeError, match="priority"):
         cu.LaunchConfig(priority=1.5)  # type: ignore[arg-type]
+    for priority in (2**31, -(2**31) - 1, 2**64):
+        with pytest.raises(ValueError, match="priority"):
+            cu.LaunchConfig(priority=priority)
     with pytest.raises(TypeError, match="LaunchConfig"):
         config_arg({"cooperative": True})
 

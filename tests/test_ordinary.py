@@ -18,6 +18,59 @@ QUICK = 60
 
 
 @pytest.mark.gpu
+def test_kernel_obtained_after_a_wait_on_a_later_write_does_not_hang() -> None:
+    # Under lazy loading, getting a kernel loads its code and that load waits for the
+    # device, which waits for a write enqueued after the kernel. Module.load is eager
+    # by default, so nothing is loaded after the module is.
+    run_isolated(
+        """
+        make_current()
+        module = cu.Module.load(cu.compile(FILL, arch=cu.Device(0), target="cubin"))
+        a, b = cu.Stream(), cu.Stream()
+        flag = cu.DeviceBuffer(64)
+        flag.fill(0)
+        buf = cu.DeviceBuffer.from_array(np.zeros(32, np.uint32))
+        b.wait_value32(flag, 1)
+        module.kernel("fill").launch(b, 1, 32, buf, np.uint32(7), 32)
+        module.kernel("spin_fill").launch(a, 1, 1, flag, np.uint32(0), 0, 5_000_000)
+        a.write_value32(flag, 1)
+        b.synchronize()
+        assert (buf.copy_to().view(np.uint32) == 7).all()
+        print("OK")
+        """,
+        timeout=QUICK,
+    )
+
+
+@pytest.mark.gpu
+def test_lazy_module_loads_only_the_kernels_asked_for() -> None:
+    run_isolated(
+        """
+        from cuda.bindings import driver as raw
+        make_current()
+        image = cu.compile(FILL, arch=cu.Device(0), target="cubin")
+        loaded = raw.CUfunctionLoadingState.CU_FUNCTION_LOADING_STATE_LOADED
+
+        def states(module):
+            h = module.handle
+            n = cu.check(raw.cuModuleGetFunctionCount(h), "cuModuleGetFunctionCount")
+            fns = cu.check(raw.cuModuleEnumerateFunctions(n, h), "cuModuleEnumerateFunctions")
+            names = [cu.Kernel.from_handle(f).name for f in fns]
+            return {nm: cu.check(raw.cuFuncIsLoaded(f), "cuFuncIsLoaded") == loaded
+                    for nm, f in zip(names, fns)}
+
+        assert states(cu.Module.load(image)) == {"fill": True, "spin_fill": True}
+        lazy = cu.Module.load(image, eager=False)
+        assert states(lazy) == {"fill": False, "spin_fill": False}
+        lazy.kernel("fill")
+        assert states(lazy) == {"fill": True, "spin_fill": False}
+        print("OK")
+        """,
+        timeout=QUICK,
+    )
+
+
+@pytest.mark.gpu
 def test_graph_exec_with_host_nodes_dropped_with_launches_in_flight() -> None:
     run_isolated(
         """

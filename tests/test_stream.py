@@ -58,6 +58,40 @@ def test_enums_are_public() -> None:
     assert cu.SyncPolicy.__module__ == "cudriver"
 
 
+@pytest.mark.parametrize(
+    ("args", "error", "field"),
+    [
+        ((0, 2**64), ValueError, "num_bytes"),
+        ((2**64, 0), ValueError, "base_ptr"),
+        ((-1, 16), ValueError, "base_ptr"),
+        ((2**63, 2**63), ValueError, "base_ptr \\+ num_bytes"),
+        ((0, 16, 1.5), ValueError, "hit_ratio"),
+        ((0, 16, float("nan")), ValueError, "hit_ratio"),
+        ((0, 16, True), TypeError, "hit_ratio"),
+        ((0, 16, "1"), TypeError, "hit_ratio"),
+        ((0, 16, 0.5, 7), ValueError, "hit_prop"),
+        ((0, 16, 0.5, 1, 2.0), TypeError, "miss_prop"),
+        (("0", 16), TypeError, "base_ptr"),
+        ((0, 16.0), TypeError, "num_bytes"),
+        ((0, False), TypeError, "num_bytes"),
+    ],
+)
+def test_access_policy_window_refuses_bad_fields_when_made(
+    args: tuple[object, ...], error: type[Exception], field: str
+) -> None:
+    with pytest.raises(error, match=field):
+        cu.AccessPolicyWindow(*args)  # type: ignore[arg-type]
+
+
+def test_access_policy_window_normalises_its_fields() -> None:
+    prop = drv.CUaccessProperty.CU_ACCESS_PROPERTY_NORMAL
+    w = cu.AccessPolicyWindow(4096, 2**64 - 4097, 1, prop, 1)  # type: ignore[arg-type]
+    assert (w.base_ptr, w.num_bytes, w.hit_ratio) == (4096, 2**64 - 4097, 1.0)
+    assert type(w.hit_ratio) is float
+    assert w.hit_prop is cu.AccessProperty.NORMAL
+    assert w.miss_prop is cu.AccessProperty.STREAMING
+
+
 @pytest.mark.gpu
 class TestStreamGPU:
     def test_create_and_properties(self, ctx: cu.Context) -> None:

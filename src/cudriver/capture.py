@@ -484,6 +484,19 @@ BLOCKING: dict[int, tuple[int, Any]] = {}
 _STANDIN: dict[int, tuple[Any, Any, Any]] = {}
 
 
+# context key -> the event recorded on the legacy stream after a stream-less operation,
+# waited for outside BEGIN_LOCK (records on one stream complete in order, so a later
+# record by another thread only makes a wait longer). Kept until exit.
+_LEGACY_DONE: dict[int, Any] = {}
+
+
+def _event() -> Any:
+    e = _cuEventCreate(_EVENT_NO_TIMING)
+    if e[0] is not SUCCESS:
+        raise error_for(e[0], _cuEventCreate)
+    return e[1]
+
+
 def _standin(ctx_key: int) -> tuple[Any, Any, Any]:
     """The stand-in stream of the current context (``ctx_key``) and its two events."""
     found = _STANDIN.get(ctx_key)
@@ -492,13 +505,7 @@ def _standin(ctx_key: int) -> tuple[Any, Any, Any]:
     r = _cuStreamCreate(_STREAM_NON_BLOCKING)
     if r[0] is not SUCCESS:
         raise error_for(r[0], _cuStreamCreate)
-    events = []
-    for _ in range(2):
-        e = _cuEventCreate(_EVENT_NO_TIMING)
-        if e[0] is not SUCCESS:
-            raise error_for(e[0], _cuEventCreate)
-        events.append(e[1])
-    found = (r[1], events[0], events[1])
+    found = (r[1], _event(), _event())
     _STANDIN[ctx_key] = found
     return found
 
@@ -542,37 +549,34 @@ def run_stream_less(
     """
     pinned: list[Any] = []
     try:
+        if ctx_key is None:
+            c = _cuCtxGetCurrent()
+            if c[0] is not SUCCESS:
+                raise error_for(c[0], _cuCtxGetCurrent)
+            ctx_key = int(c[1])
         with BEGIN_LOCK:
             if ACTIVE:
-                if ctx_key is None:
-                    c = _cuCtxGetCurrent()
-                    if c[0] is not SUCCESS:
-                        raise error_for(c[0], _cuCtxGetCurrent)
-                    ctx_key = int(c[1])
                 q, order, done = _standin(ctx_key)
                 _order_after_blocking(q, order, ctx_key, pinned)
             else:
-                q, done = LEGACY, None
+                q = LEGACY
+                done = _LEGACY_DONE.get(ctx_key)
+                if done is None:
+                    done = _LEGACY_DONE[ctx_key] = _event()
             before(q)
             r = fn(*args, q)
             if r[0] is not SUCCESS:
                 raise error_for(r[0], fn)
-            if done is not None:
-                # The wait happens outside the lock; the stand-in stream is shared by
-                # the context's threads, so a later record only makes this wait longer.
-                r = _cuEventRecord(done, q)
-                if r[0] is not SUCCESS:
-                    raise error_for(r[0], _cuEventRecord)
-            else:
-                # On the legacy stream the wait stays inside the lock: once a capture
-                # has begun, even a legacy-stream synchronize is refused.
-                r = _cuStreamSynchronize(q)
-                if r[0] is not SUCCESS:
-                    raise error_for(r[0], _cuStreamSynchronize)
-        if done is not None:
-            r = _cuEventSynchronize(done)
+            # The wait happens outside the lock, on an event: a thread beginning a
+            # capture or making another stream-less operation meanwhile is not held
+            # up, and an event recorded before a capture began stays waitable (a
+            # legacy-stream synchronize would be refused once one has).
+            r = _cuEventRecord(done, q)
             if r[0] is not SUCCESS:
-                raise error_for(r[0], _cuEventSynchronize)
+                raise error_for(r[0], _cuEventRecord)
+        r = _cuEventSynchronize(done)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], _cuEventSynchronize)
     finally:
         for st in pinned:
             unpin(st)

@@ -100,7 +100,10 @@ class LaunchConfig:
         bool_arg(self.cooperative, "cooperative")
         bool_arg(self.programmatic_stream_serialization, "programmatic_stream_serialization")
         if self.priority is not None:
-            object.__setattr__(self, "priority", int_arg(self.priority, "priority"))
+            p = int_arg(self.priority, "priority")
+            if not -(1 << 31) <= p < 1 << 31:
+                raise ValueError(f"priority must fit a C int, not {p}")
+            object.__setattr__(self, "priority", p)
         if self.mem_sync_domain is not None:
             d = uint_arg(self.mem_sync_domain, "mem_sync_domain", 32)
             if d not in (0, 1):

@@ -94,11 +94,12 @@ class Module(Handle):
     the module alive. Closing the module closes its kernels.
     """
 
-    __slots__ = ("_context", "_kernels", "_kind_name")
+    __slots__ = ("_context", "_eager", "_kernels", "_kind_name")
 
     _kind = "Module"
 
     _context: Context | None
+    _eager: bool
     _kernels: weakref.WeakValueDictionary[str, Kernel]
     _kind_name: str
 
@@ -111,7 +112,7 @@ class Module(Handle):
         image: str | bytes | os.PathLike[str],
         *,
         context: Context | None = None,
-        eager: bool = False,
+        eager: bool = True,
     ) -> Module:
         """Load PTX, a cubin or a fatbin into ``context`` (``cuModuleLoadData``).
 
@@ -125,20 +126,31 @@ class Module(Handle):
             The context to load into; default: the current one (else device 0's
             primary context).
         eager
-            Also load every function of the module now
-            (``cuModuleEnumerateFunctions`` and ``cuFuncLoad``), as
-            ``CUDA_MODULE_LOADING=EAGER`` would. :meth:`kernel` loads the kernels it
-            returns in any case.
+            Load the code of every function of the module now (the default;
+            ``cuModuleGetFunctionCount``, ``cuModuleEnumerateFunctions`` and one
+            ``cuFuncLoad`` each), as ``CUDA_MODULE_LOADING=EAGER`` would, whatever
+            that variable says. After an eager load, :meth:`kernel` and launches never
+            load code, so they never wait for the device.
+
+            ``eager=False`` keeps CUDA's lazy loading: the load is quicker, and each
+            kernel's code is loaded when :meth:`kernel` first returns it
+            (``cuFuncLoad``). That load waits for the device to be idle, so **a kernel
+            obtained while a stream waits for a value that only later work writes
+            deadlocks**: after ``b.wait_value32(flag, 1)``,
+            ``module.kernel("add1")`` never returns if ``flag`` is written by work
+            enqueued after it. With ``eager=False``, get every kernel before
+            enqueuing such waits. Drivers or bindings without
+            ``cuModuleEnumerateFunctions`` (before CUDA 12.4) load eagerly unless
+            ``CUDA_MODULE_LOADING=LAZY`` is set, and ``eager=True`` then relies on it.
 
         Notes
         -----
         Synchronous; allocates device memory for the code and, for PTX, compiles it
-        for the GPU (the driver JIT, with its cache). Under CUDA's default lazy
-        loading, a function's code is loaded on first use, and that load waits for the
-        device: a kernel first launched while another stream spins in
-        :meth:`~cudriver.Stream.wait_value32` for a value written after it would never
-        run. cudriver loads each kernel when :meth:`kernel` returns it, so a launch
-        never loads code.
+        for the GPU (the driver JIT, with its cache). Loading code waits for the device
+        to be idle: a module loaded while a stream waits for a value that only later
+        work writes deadlocks, whichever ``eager`` says. The kernels page of the
+        documentation gives the measured cost of ``eager`` for a module of 100
+        kernels.
 
         Raises
         ------
@@ -174,6 +186,7 @@ class Module(Handle):
         self._context = ctx
         self._kernels = weakref.WeakValueDictionary()
         self._kind_name = kind
+        self._eager = False
         self._init_handle(
             r[1],
             release=functools.partial(call_in_context, ctx_h, _drv.cuModuleUnload),
@@ -183,26 +196,32 @@ class Module(Handle):
         if eager:
             try:
                 with ctx._scope():
-                    self._load_all()
+                    self._eager = self._load_all()
             except BaseException:
                 self.close()
                 raise
         return self
 
-    def _load_all(self) -> None:
+    def _load_all(self) -> bool:
+        """Load every function's code; False where the driver or bindings cannot.
+
+        Without ``cuModuleEnumerateFunctions`` (bindings or driver before 12.4) the
+        driver loads eagerly by default, and :meth:`kernel` still loads what it
+        returns, as for ``eager=False``.
+        """
         count = _bindings.module_get_function_count
         enumerate_ = _bindings.module_enumerate_functions
         if count is None or enumerate_ is None or _bindings.func_load is None:
-            raise NotSupportedError(
-                _R.CUDA_ERROR_NOT_SUPPORTED,
-                "cuModuleEnumerateFunctions",
-                "eager=True needs cuda-bindings 12.4 or newer",
-            )
-        n = int(checked(count)(self._h))
+            return False
+        try:
+            n = int(checked(count)(self._h))
+        except NotSupportedError:
+            return False
         if n:
             load = checked(_bindings.func_load)
             for fn in checked(enumerate_)(n, self._h):
                 load(fn)
+        return True
 
     @classmethod
     def from_handle(
@@ -214,6 +233,7 @@ class Module(Handle):
         self._context = context
         self._kernels = weakref.WeakValueDictionary()
         self._kind_name = "foreign"
+        self._eager = False
         self._init_handle(h, release=None, func="cuModuleUnload", owned=False, owner=owner)
         return self
 
@@ -255,7 +275,8 @@ class Module(Handle):
                 "to keep their names)",
             )
         k = Kernel._new(r[1], name, self)
-        k._load()
+        if not self._eager:
+            k._load()
         self._kernels[name] = k
         return k
 

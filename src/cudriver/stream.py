@@ -583,13 +583,11 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
             window = AccessPolicyWindow(0, 0, 0.0, AccessProperty.NORMAL, AccessProperty.NORMAL)
         if not isinstance(window, AccessPolicyWindow):
             raise TypeError("access_policy_window takes an AccessPolicyWindow or None")
-        if window.num_bytes < 0 or not 0.0 <= window.hit_ratio <= 1.0:
-            raise ValueError("num_bytes must be >= 0 and hit_ratio within [0, 1]")
         v = _drv.CUstreamAttrValue()
         w = v.accessPolicyWindow
-        w.base_ptr = int(window.base_ptr)
-        w.num_bytes = int(window.num_bytes)
-        w.hitRatio = float(window.hit_ratio)
+        w.base_ptr = window.base_ptr
+        w.num_bytes = window.num_bytes
+        w.hitRatio = window.hit_ratio
         w.hitProp = _drv.CUaccessProperty(int(window.hit_prop))
         w.missProp = _drv.CUaccessProperty(int(window.miss_prop))
         v.accessPolicyWindow = w
