@@ -9,12 +9,16 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
+from cudriver import _handle
 
 from ._support import unwrap
 
 
 def _live_finalizers() -> int:
     gc.collect()
+    # Releases found by garbage collection are queued for the releasing thread: run
+    # them (or wait for that thread's pass) before counting.
+    _handle.settle()
     return sum(1 for f in list(weakref.finalize._registry) if f.alive)  # type: ignore[attr-defined]
 
 

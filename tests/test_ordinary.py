@@ -246,6 +246,65 @@ def test_threads_capturing_and_copying_do_not_break_each_other() -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["GLOBAL", "THREAD_LOCAL"])
+def test_releases_of_dropped_objects_never_break_a_capture(mode: str) -> None:
+    # One thread drops buffers (stream-ordered ones after their stream was closed,
+    # plain ones, pinned ones) in reference cycles, so their releases run on the
+    # releasing thread at any moment; another thread captures all the while. The
+    # dropping thread allocates too, which a GLOBAL capture forbids to threads not
+    # in RELAXED mode: it says RELAXED, as a program that allocates beside such a
+    # capture must; the releases themselves are cudriver's to keep out of the way.
+    run_isolated(
+        f"""
+        make_current()
+        (fill,) = kernels("fill")
+        stop = threading.Event()
+        failed = []
+
+        def drop():
+            try:
+                make_current()
+                cu.driver.cuThreadExchangeStreamCaptureMode(
+                    cu.driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+                )
+                while not stop.is_set():
+                    s = cu.Stream()
+                    a = cu.DeviceBuffer(1 << 16, stream=s)
+                    a.fill(1, stream=s)
+                    b = cu.DeviceBuffer(1 << 16)
+                    h = cu.PinnedBuffer(4096)
+                    s.close()
+                    cycle = [a, b, h]
+                    cycle.append(cycle)
+                    del a, b, h, cycle, s
+                    gc.collect()
+            except BaseException as exc:
+                failed.append(repr(exc))
+
+        t = threading.Thread(target=drop)
+        t.start()
+        try:
+            s = cu.Stream()
+            out = cu.DeviceBuffer(1024)
+            for i in range(300):
+                with s.capture(cu.CaptureMode.{mode}) as g:
+                    fill.launch(s, 1, 256, out, np.uint32(i), 256)
+                exe = g.instantiate()
+                exe.launch(s)
+                s.synchronize()
+                assert out.copy_to().view(np.uint32)[0] == i
+        finally:
+            stop.set()
+            t.join(30)
+        assert not t.is_alive()
+        assert not failed, failed[:3]
+        print("OK")
+        """,
+        timeout=QUICK,
+    )
+
+
+@pytest.mark.gpu
 def test_buffer_operations_stay_ordered_after_blocking_streams_while_another_captures() -> None:
     run_isolated(
         """

@@ -49,6 +49,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Concatenate, NoReturn, TypeVar
 
+from cuda.bindings import driver as _drv
 from typing_extensions import ParamSpec, Self
 
 from . import _impl
@@ -389,6 +390,7 @@ _reaper_started = False
 _reaper_start_lock = threading.Lock()
 _exiting = False
 _reaper_ident = 0
+_RELAXED = _drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
 
 
 def start_releasing_thread() -> None:
@@ -430,13 +432,21 @@ def releasing() -> bool:
 def _reap() -> None:
     global _reaper_ident
     _reaper_ident = threading.get_ident()
+    # RELAXED: a capture in GLOBAL mode that another thread begins while this thread
+    # is about to release does not make the release's call (cuMemFree, say) fail and
+    # invalidate that capture. No release here touches the legacy stream.
+    try:
+        _drv.cuThreadExchangeStreamCaptureMode(_RELAXED)
+    except Exception:  # the driver went away: the releases warn instead
+        pass
     while True:
         _wake.acquire()
         if _exiting:
             return
         if GUARD.open:
-            # A release may touch the legacy stream, which would break the capture:
-            # the capture's end runs the queue (or wakes this thread again).
+            # No release runs beside an open capture (a synchronous free would
+            # wait for, or break, it): the capture's end runs the queue (or wakes
+            # this thread again).
             continue
         with _reaping:
             drain()

@@ -57,16 +57,20 @@ def order_free(sh: Any, used_on: set[int]) -> bool:
 
 
 def free_async_now(stream: Stream, used_on: set[int], dptr: Any) -> Any:
+    # A stream closed before the buffer keeps its handle until the buffer's release
+    # (the buffer is one of its dependants): the free still goes on that stream, never
+    # on the legacy stream, which would break any capture open on a blocking stream.
     sh = stream._h
+    if sh is None:
+        sh = stream._state.handle
     if sh is not None and (not used_on or order_free(sh, used_on)):
         return _cuMemFreeAsync(dptr, sh)
-    # The stream was closed first, or work on another stream that used the memory
-    # could not be ordered before the free: wait for the whole context, then free in
-    # legacy-stream order.
+    # Work on another stream that used the memory could not be ordered before the
+    # free (that stream is gone): wait for the whole context, then free.
     r = _cuCtxSynchronize()
     if r[0] is not SUCCESS:
         return r
-    return _cuMemFreeAsync(dptr, LEGACY)
+    return _cuMemFreeAsync(dptr, LEGACY if sh is None else sh)
 
 
 def free_async(ctx_h: Any, stream: Stream, used_on: set[int], dptr: Any) -> Any:
