@@ -424,7 +424,7 @@ class CallGuard:
         # empty (the common case) no thread needs looking at
         self.restrictive: set[int] = set()
         # ids of every open capture session, whatever its mode: the releasing thread
-        # waits while any is open (a release can touch the legacy stream)
+        # waits while any is open (a synchronous free would wait for, or break, it)
         self.open: set[int] = set()
         self._local = threading.local()
         self._lock = threading.Lock()
