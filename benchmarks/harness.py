@@ -29,6 +29,16 @@ from typing import Any
 KERNEL_SOURCE = r"""
 extern "C" __global__ void empty() {}
 
+// Busy for ns nanoseconds of the GPU's global timer (one thread).
+extern "C" __global__ void spin(unsigned long long ns)
+{
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < ns);
+}
+
 extern "C" __global__ void axpy3(float a, float* x, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -44,6 +54,8 @@ ALLOC_BYTES = 1 << 20
 MEMOP_BYTES = 4096
 KERNELS_PER_BATCH = 100
 HOST_FUNCS_PER_BATCH = 100
+#: How long the ``spin`` kernel of the busy-await rows runs.
+SPIN_NS = 100_000
 
 PEERS = ("cudriver", "raw", "cuda.core", "cupy")
 PEER_TITLES = {"cudriver": "cudriver", "raw": "raw", "cuda.core": "cuda.core", "cupy": "CuPy"}
@@ -89,6 +101,20 @@ OPS: tuple[Op, ...] = (
     Op("host_func_latency", "host function, enqueue to running", "ns", 500, False),
     Op("host_func_100", "100 host functions + synchronize", "us", 100, False),
     Op("await_stream", "await stream (idle), enqueue to the loop resuming", "ns", 500, False),
+    Op(
+        "await_busy",
+        "100 µs kernel, then await stream: launch to the loop resuming",
+        "us",
+        300,
+        False,
+    ),
+    Op(
+        "await_busy_executor",
+        "100 µs kernel, then await run_in_executor(stream.synchronize)",
+        "us",
+        300,
+        False,
+    ),
     Op("stream_sync", "stream synchronize (idle)", "ns", 10_000, True),
     Op("write_value32", "write_value32", "ns", 10_000, True),
     Op("wait_value32", "wait_value32 (already satisfied)", "ns", 10_000, True),

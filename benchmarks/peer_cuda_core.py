@@ -169,6 +169,12 @@ class CudaCorePeer(Peer):
     def op_await_stream(self) -> Bench:
         raise Unavailable("cuda.core has no asyncio integration")
 
+    def op_await_busy(self) -> Bench:
+        raise Unavailable("cuda.core has no asyncio integration")
+
+    def op_await_busy_executor(self) -> Bench:
+        raise Unavailable("cuda.core has no asyncio integration")
+
     def op_stream_sync(self) -> Bench:
         return Bench(per_call(self.stream.sync, ()), self.sync, "Stream.sync")
 

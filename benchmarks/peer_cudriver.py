@@ -15,6 +15,7 @@ from benchmarks.harness import (
     KERNELS_PER_BATCH,
     MEMOP_BYTES,
     N_X,
+    SPIN_NS,
     Bench,
     Peer,
     clock,
@@ -173,6 +174,36 @@ class CudriverPeer(Peer):
             "median; an event and a sem_post host function per await, a waiter thread "
             "wakes the loop",
         )
+
+    def _await_busy(self, executor: bool) -> Bench:
+        loop = asyncio.new_event_loop()
+        self._keep.append(loop)  # closed by close()
+        s = self.stream
+        spin = self._module().kernel("spin").launch
+        sync = s.synchronize
+
+        async def awaits(n: int) -> float:
+            out: list[int] = []
+            for _ in range(n):
+                t0 = clock()
+                spin(s, 1, 1, SPIN_NS)
+                if executor:
+                    await loop.run_in_executor(None, sync)
+                else:
+                    await s
+                out.append(clock() - t0)
+            return float(statistics.median(out)) / 1000.0
+
+        def run(n: int) -> float:
+            return loop.run_until_complete(awaits(n))
+
+        return Bench(run, self.sync, "median µs; the raw column: launch + cuStreamSynchronize")
+
+    def op_await_busy(self) -> Bench:
+        return self._await_busy(executor=False)
+
+    def op_await_busy_executor(self) -> Bench:
+        return self._await_busy(executor=True)
 
     def op_stream_sync(self) -> Bench:
         return Bench(per_call(self.stream.synchronize, ()), self.sync)

@@ -183,6 +183,12 @@ class CupyPeer(Peer):
     def op_await_stream(self) -> Bench:
         raise Unavailable("CuPy has no asyncio integration")
 
+    def op_await_busy(self) -> Bench:
+        raise Unavailable("CuPy has no asyncio integration")
+
+    def op_await_busy_executor(self) -> Bench:
+        raise Unavailable("CuPy has no asyncio integration")
+
     def op_stream_sync(self) -> Bench:
         return Bench(per_call(self.stream.synchronize, ()), self.sync, "Stream.synchronize")
 

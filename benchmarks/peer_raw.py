@@ -9,6 +9,7 @@ so the baseline costs what the raw code costs.
 from __future__ import annotations
 
 import ctypes
+import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,7 @@ from benchmarks.harness import (
     KERNELS_PER_BATCH,
     MEMOP_BYTES,
     N_X,
+    SPIN_NS,
     Bench,
     Peer,
     clock,
@@ -298,6 +300,30 @@ class RawPeer(Peer):
             self.sync,
             "no asyncio: the blocking cuStreamSynchronize of the idle stream",
         )
+
+    def _busy_sync(self) -> Bench:
+        ns = ctypes.c_ulonglong(SPIN_NS)
+        arr = (ctypes.c_void_p * 1)(ctypes.addressof(ns))
+        self._keep.extend((ns, arr))
+        args = self._launch_args("spin", 1, ctypes.addressof(arr))
+        launch, sync, h = self.drv.cuLaunchKernel, self.drv.cuStreamSynchronize, self.h
+
+        def run(n: int) -> float:
+            out: list[int] = []
+            for _ in range(n):
+                t0 = clock()
+                cu.check(launch(*args), "cuLaunchKernel")
+                cu.check(sync(h), "cuStreamSynchronize")
+                out.append(clock() - t0)
+            return float(statistics.median(out)) / 1000.0
+
+        return Bench(run, self.sync, "no asyncio: launch + the blocking cuStreamSynchronize")
+
+    def op_await_busy(self) -> Bench:
+        return self._busy_sync()
+
+    def op_await_busy_executor(self) -> Bench:
+        return self._busy_sync()
 
     def op_stream_sync(self) -> Bench:
         return Bench(

@@ -1,0 +1,168 @@
+"""Where the time of a stream-ordered allocation and free goes, and the floor.
+
+Usage::
+
+    python -m benchmarks.alloc_breakdown [--calls 20000] [--repeats 7]
+
+Nanoseconds per buffer (median of ``--repeats``), 1 MiB on one stream, for:
+
+* the raw bindings (``cuMemAllocAsync`` + ``cuMemFreeAsync``, statuses checked);
+* a floor prototype: the smallest owning object one can write over the bindings (a
+  ``__slots__`` class whose ``close()`` frees, with no lifetime rules at all);
+* ``DeviceBuffer(n, stream=s).close()``, and its two halves timed apart (the
+  constructor for ``--calls`` buffers, then their ``close()``);
+* ``DeviceBuffer(n, stream=s)`` dropped without ``close()`` (the deallocator frees);
+* the same three for a ``MemoryPool`` (``cuMemAllocFromPoolAsync``).
+
+The garbage collector is off while timing, as in the overhead benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+from cuda.bindings import driver as drv
+
+import cudriver as cu
+
+N = 1 << 20
+_SUCCESS = drv.CUresult.CUDA_SUCCESS
+
+
+class _Floor:
+    """The floor: an owning object with no lifetime rules (not safe; for measuring)."""
+
+    __slots__ = ("h", "ptr")
+
+    def __init__(self, n: int, h: object) -> None:
+        r = drv.cuMemAllocAsync(n, h)
+        if r[0] is not _SUCCESS:
+            raise RuntimeError(r[0])
+        self.ptr = r[1]
+        self.h = h
+
+    def close(self) -> None:
+        r = drv.cuMemFreeAsync(self.ptr, self.h)
+        if r[0] is not _SUCCESS:
+            raise RuntimeError(r[0])
+
+
+def _median(fn: Callable[[int], float], calls: int, repeats: int) -> float:
+    fn(max(1, calls // 10))  # warm-up
+    return float(statistics.median(fn(calls) for _ in range(repeats)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args(argv)
+    ctx = cu.Device(0).primary_context()
+    ctx.set_current()
+    s = cu.Stream()
+    h = s.handle
+    pool = cu.MemoryPool(release_threshold=cu.KEEP_ALL)
+    clock = time.perf_counter_ns
+
+    def raw(n: int) -> float:
+        alloc, free = drv.cuMemAllocAsync, drv.cuMemFreeAsync
+        t0 = clock()
+        for _ in range(n):
+            r = alloc(N, h)
+            if r[0] is not _SUCCESS:
+                raise RuntimeError(r[0])
+            if free(r[1], h)[0] is not _SUCCESS:
+                raise RuntimeError("free")
+        return (clock() - t0) / n
+
+    def floor(n: int) -> float:
+        t0 = clock()
+        for _ in range(n):
+            _Floor(N, h).close()
+        return (clock() - t0) / n
+
+    def both(**kw: object) -> Callable[[int], float]:
+        def run(n: int) -> float:
+            make = cu.DeviceBuffer
+            t0 = clock()
+            for _ in range(n):
+                make(N, stream=s, **kw).close()
+            return (clock() - t0) / n
+
+        return run
+
+    def halves(**kw: object) -> tuple[Callable[[int], float], Callable[[int], float]]:
+        made: list[cu.DeviceBuffer] = []
+
+        def alloc(n: int) -> float:
+            make = cu.DeviceBuffer
+            made.clear()
+            s.synchronize()
+            t0 = clock()
+            for _ in range(n):
+                made.append(make(N, stream=s, **kw))
+            dt = (clock() - t0) / n
+            for b in made:
+                b.close()
+            made.clear()
+            return dt
+
+        def close(n: int) -> float:
+            make = cu.DeviceBuffer
+            bufs = [make(N, stream=s, **kw) for _ in range(n)]
+            t0 = clock()
+            for b in bufs:
+                b.close()
+            return (clock() - t0) / n
+
+        return alloc, close
+
+    def dropped(**kw: object) -> Callable[[int], float]:
+        def run(n: int) -> float:
+            make = cu.DeviceBuffer
+            t0 = clock()
+            for _ in range(n):
+                make(N, stream=s, **kw)
+            return (clock() - t0) / n
+
+        return run
+
+    calls = min(args.calls, 2000)  # live buffers at once in the halves: 2 GiB at most
+    a, c = halves()
+    pa, pc = halves(pool=pool)
+    gc.disable()
+    try:
+        rows = {
+            "raw cuMemAllocAsync + cuMemFreeAsync": _median(raw, args.calls, args.repeats),
+            "floor: __slots__ object over the bindings": _median(floor, args.calls, args.repeats),
+            "DeviceBuffer(n, stream=s).close()": _median(both(), args.calls, args.repeats),
+            "  constructor alone": _median(a, calls, args.repeats),
+            "  close() alone": _median(c, calls, args.repeats),
+            "DeviceBuffer(n, stream=s) dropped": _median(dropped(), args.calls, args.repeats),
+            "pool: DeviceBuffer(...).close()": _median(both(pool=pool), args.calls, args.repeats),
+            "pool:   constructor alone": _median(pa, calls, args.repeats),
+            "pool:   close() alone": _median(pc, calls, args.repeats),
+        }
+    finally:
+        gc.enable()
+        s.synchronize()
+    result = {
+        "gpu": cu.Device(0).name,
+        "implementation": cu.info().get("implementation"),
+        "ns": {k.strip(): round(v, 1) for k, v in rows.items()},
+    }
+    width = max(map(len, rows))
+    for k, v in rows.items():
+        print(f"  {k:<{width}}  {v:8.1f} ns")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
