@@ -510,7 +510,9 @@ def test_a_thousand_streams_awaited_together(ctx: cu.Context, spin_set: cu.Kerne
         async def main() -> None:
             for i, s in enumerate(streams):
                 spin_set.launch(s, 1, 1, buf, np.uint32(i), np.uint32(i + 1), 1_000_000)
-            await asyncio.gather(*streams)
+            # Futures asked for explicitly: an await of a stream already done would be
+            # answered by a query, without one.
+            await asyncio.gather(*(s.done_future() for s in streams))
             n = aio.notifier_for(asyncio.get_running_loop())
             assert not n._pending
             # their events are kept for later futures, up to a limit
@@ -694,12 +696,50 @@ def test_two_loops_in_two_threads(ctx: cu.Context, spin_set: cu.Kernel) -> None:
 
 
 @pytest.mark.gpu
+def test_awaiting_finished_work_returns_at_once(ctx: cu.Context, stream: cu.Stream) -> None:
+    ev = stream.record()
+    stream.synchronize()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for _ in range(1000):
+            await stream
+            await ev
+        # Answered by a query each: no future, so no notifier (nor its thread) was made.
+        assert loop not in aio._BY_LOOP
+
+    run(main())
+    ev.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["GLOBAL", "THREAD_LOCAL", "RELAXED"])
+def test_awaiting_beside_a_capture_leaves_it_intact(
+    ctx: cu.Context, stream: cu.Stream, mode: str
+) -> None:
+    other = cu.Stream()
+
+    async def main() -> None:
+        stream.begin_capture(cu.CaptureMode[mode])
+        try:
+            await other  # idle, but no query while a capture is open
+        finally:
+            g = stream.end_capture()
+        g.close()
+
+    run(main())
+    other.close()
+
+
+@pytest.mark.gpu
 def test_a_capturing_stream_is_refused(ctx: cu.Context, stream: cu.Stream) -> None:
     async def main() -> None:
         stream.begin_capture()
         try:
             with pytest.raises(cu.StreamCaptureError, match="captured into the graph"):
                 stream.done_future()
+            with pytest.raises(cu.StreamCaptureError, match="captured into the graph"):
+                await stream
         finally:
             g = stream.end_capture()  # the capture is intact
         assert g.num_nodes == 0

@@ -50,7 +50,8 @@ def clean() -> Iterator[None]:
             _hostfn._dead.pop(k, None)
         for key in [k for k, r in _hostfn._holds.items() if r.ctx_key in (_C1, _C2)]:
             del _hostfn._holds[key]
-    for key in [k for k, r in _hostfn._eager.items() if r.ctx_key in (_C1, _C2)]:
+    mine = [k for k, r in list(_hostfn._eager.items()) if isinstance(r, HostFuncRecord)]
+    for key in [k for k in mine if _hostfn._eager[k].ctx_key in (_C1, _C2)]:
         del _hostfn._eager[key]
 
 

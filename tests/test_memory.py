@@ -859,3 +859,35 @@ def test_torch_reads_a_device_buffer(ctx: cu.Context) -> None:
     dst = torch.zeros(12, dtype=torch.float32, device="cuda")
     buf.copy_to(dst)
     assert dst.tolist() == [float(x) for x in np.arange(12) - 1]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("during", ["nothing", "a capture on another stream"])
+def test_dropped_stream_ordered_buffers_are_freed(
+    ctx: cu.Context, stream: cu.Stream, during: str
+) -> None:
+    # A stream-ordered buffer dropped without close() is freed (cuMemFreeAsync): in
+    # place with the compiled core when nothing forbids it, else by the releasing
+    # thread; beside a capture it waits for the capture's end and leaves it intact.
+    from cudriver import _handle, _impl
+
+    pool = cu.MemoryPool.default()
+    stream.synchronize()
+    before = pool.used_current
+    other = cu.Stream()
+    capturing = during != "nothing"
+    if capturing:
+        # RELAXED: the allocations below are refused beside a GLOBAL capture (by the
+        # driver: cuMemAllocAsync on another stream is CAPTURE_UNSUPPORTED there).
+        other.begin_capture(cu.CaptureMode.RELAXED)
+    try:
+        for _ in range(200):
+            cu.DeviceBuffer(1 << 20, stream=stream)  # dropped at once
+        if _impl.COMPILED and not capturing:
+            assert _handle.pending_releases() == 0  # none was queued
+    finally:
+        if capturing:
+            other.end_capture().close()
+    stream.synchronize()
+    assert pool.used_current <= before
+    other.close()

@@ -59,7 +59,7 @@ def test_a_pool_depends_on_the_streams_it_allocated_on(monkeypatch: pytest.Monke
     for st in more:
         d.note(st)
         _handle.release_state(st)
-    _handle.drain()
+    _handle.settle()
     assert 0x5000 in released and 0x7000 in released and 0x7001 not in released
     assert all(h in idle for h in released)
     assert 0x7001 in [int(st.handle) for st in d.streams.values()]  # type: ignore[attr-defined]
@@ -69,7 +69,7 @@ def test_a_pool_depends_on_the_streams_it_allocated_on(monkeypatch: pytest.Monke
         if st.handle is not None:  # type: ignore[attr-defined]
             st.dependants.discard(id(pool_state))  # type: ignore[attr-defined]
             _handle._queue_if_free(st)  # type: ignore[arg-type]
-    _handle.drain()
+    _handle.settle()
     assert _handle.pending_releases() == 0
 
 

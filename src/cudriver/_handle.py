@@ -55,7 +55,14 @@ from typing_extensions import ParamSpec, Self
 from . import _impl
 from ._bindings import SUCCESS
 from ._impl import COMPILED, HandleRoot
-from .errors import GUARD, ClosedError, CudaWarning, capturing_on_this_thread, make_error
+from .errors import (
+    GUARD,
+    ClosedError,
+    CudaWarning,
+    capturing_on_this_thread,
+    error_for,
+    make_error,
+)
 
 __all__ = [
     "Handle",
@@ -69,6 +76,9 @@ __all__ = [
     "unpin",
     "pin_all",
     "unpin_all",
+    "pin2",
+    "call_pinned",
+    "query_result",
     "unpin2",
     "pinned",
     "release_with",
@@ -288,8 +298,59 @@ def unpinned(state: _State) -> None:
     drain()
 
 
+def pin2(a: Handle | None, b: Any = None) -> tuple[_State | None, _State | None]:
+    """Pin ``a`` and ``b`` for a driver call, then check that both are open.
+
+    The hot paths' pin: ``a`` is the object whose handle the call uses (None: none),
+    ``b`` an argument, pinned when it is a cudriver handle (a stream-like raw handle
+    is not). Pinned, then checked: a ``close()`` on another thread either came first
+    (:class:`~cudriver.ClosedError` here, nothing left pinned) or sees the pin and
+    leaves the release to :func:`unpin2`. The states' ``handle`` fields stay set
+    while pinned. Pair with ``unpin2(*pins)`` in a ``finally``.
+    """
+    sa = sb = None
+    if a is not None:
+        if a._h is None:
+            a._raise_closed()
+        sa = a._state
+        sa.pins.append(None)
+    if isinstance(b, Handle) and b._h is not None:
+        sb = b._state
+        sb.pins.append(None)
+    if (a is not None and a._h is None) or (isinstance(b, Handle) and b._h is None):
+        unpin2(sa, sb)
+        (a if a is not None and a._h is None else b)._raise_closed()
+    return sa, sb
+
+
+def call_pinned(obj: Handle, fn: Any) -> Any:
+    """``fn(handle)`` for ``obj``'s own handle, ``obj`` pinned for the call.
+
+    The pure hot paths of the one-handle calls (a query, a wait): the call guard, the
+    pin (see :func:`pin2`), the call; returns the status tuple.
+    """
+    if GUARD.armed:
+        GUARD.check()
+    pins = pin2(obj)
+    try:
+        r = fn(obj._state.handle)
+    finally:
+        unpin2(*pins)
+    return r
+
+
+def query_result(r: Any, fn: Any) -> bool:
+    """A query's answer from its status tuple: done, not yet, or the error raised."""
+    s = r[0]
+    if s is SUCCESS:
+        return True
+    if s is _NOT_READY:
+        return False
+    raise error_for(s, fn)
+
+
 def unpin2(a: _State | None, b: _State | None) -> None:
-    """End the pins a hot path took by hand on an object and its argument (if any)."""
+    """End a :func:`pin2` (or the pins a hot path took on an object and its argument)."""
     if b is not None:
         b.pins.pop()
         if b.closing:
@@ -391,6 +452,7 @@ _reaper_start_lock = threading.Lock()
 _exiting = False
 _reaper_ident = 0
 _RELAXED = _drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+_NOT_READY = _drv.CUresult.CUDA_ERROR_NOT_READY
 
 
 def start_releasing_thread() -> None:

@@ -58,7 +58,7 @@ from cuda.bindings import driver as _drv
 
 from . import _bindings, _impl, capture
 from ._bindings import SUCCESS
-from ._handle import Handle, unpinned
+from ._handle import Handle, pin2, unpin2
 from .errors import GUARD, HostCallbackError, error_for
 
 __all__ = [
@@ -85,7 +85,9 @@ PENDING: dict[int, list[_Err]] = {}
 _lock = threading.Lock()
 _keys = itertools.count(1)
 # Eager records, held until they have run once.
-_eager: dict[int, HostFuncRecord] = {}
+# Eager host functions by key: a HostFuncRecord, or (compiled enqueue) the tuple
+# (fn, args, kwargs, stream key, context key), which only the core's trampoline reads.
+_eager: dict[int, Any] = {}
 # Captured records, held by their graphs; looked up here weakly.
 _captured: dict[int, weakref.ref[HostFuncRecord]] = {}
 # Captured records with a graph launch in flight (see HostFuncRecord.stream_key).
@@ -185,33 +187,46 @@ def _qualified_name(fn: Any) -> str:
 
 
 # -- the trampoline -------------------------------------------------------------------
+def _find(key: int) -> HostFuncRecord | None:
+    """The record of a captured host function about to run (None: reported, skip it).
+
+    Accounts for the launch that runs it: the last launch in flight lets go of the hold
+    that kept the record past its graph.
+    """
+    ref = _captured.get(key)
+    rec = ref() if ref is not None else None
+    if rec is None:
+        _unraisable(
+            RuntimeError(
+                f"host function record {key} was not found: the graph holding it was "
+                "destroyed while a launch made outside GraphExec.launch was in flight; "
+                "the host function did not run"
+            ),
+            "Exception ignored in the cudriver host-function trampoline",
+            None,
+        )
+        return None
+    if rec._launches:
+        with _lock:
+            if rec._launches:
+                rec._launches -= 1
+                if not rec._launches:
+                    _holds.pop(key, None)
+    return rec
+
+
 def _run(key: int) -> None:
+    """Run host function ``key`` (the ctypes trampoline's body; the core has its own)."""
     rec = _eager.pop(key, None)
     if rec is None:
-        ref = _captured.get(key)
-        rec = ref() if ref is not None else None
+        rec = _find(key)
         if rec is None:
-            _unraisable(
-                RuntimeError(
-                    f"host function record {key} was not found: the graph holding it was "
-                    "destroyed while a launch made outside GraphExec.launch was in flight; "
-                    "the host function did not run"
-                ),
-                "Exception ignored in the cudriver host-function trampoline",
-                None,
-            )
             return
-        if rec._launches:
-            with _lock:
-                if rec._launches:
-                    rec._launches -= 1
-                    if not rec._launches:
-                        _holds.pop(key, None)
     GUARD.enter_host_function()
     try:
         rec.fn(*rec.args, **rec.kwargs)
     except BaseException as exc:
-        _store(rec, exc)
+        _store(rec._stream_key, rec.ctx_key, rec.fn, exc)
     finally:
         GUARD.leave_host_function()
 
@@ -282,16 +297,11 @@ def launch(
         GUARD.check()
     if stream is None:
         return _launch(h, stream_key, ctx_key, fn, args, kwargs)
-    st = stream._state
-    st.pins.append(None)
+    pins = pin2(stream)
     try:
-        if stream._h is None:
-            stream._raise_closed()
         return _launch(h, stream_key, ctx_key, fn, args, kwargs)
     finally:
-        st.pins.pop()
-        if st.closing:
-            unpinned(st)
+        unpin2(*pins)
 
 
 def _launch(
@@ -350,14 +360,15 @@ def registry_size() -> int:
 
 
 # -- errors -----------------------------------------------------------------------------
-def _store(rec: HostFuncRecord, exc: BaseException) -> None:
-    k = rec._stream_key
+def _store(stream_key: int, ctx_key: int, fn: Any, exc: BaseException) -> None:
+    """Keep ``exc``, raised by host function ``fn``, for its stream's next synchronize."""
+    k = stream_key
     with _lock:
         dead = k in _dead
         if not dead:
-            PENDING.setdefault(k, []).append((rec.ctx_key, rec.fn, exc))
+            PENDING.setdefault(k, []).append((ctx_key, fn, exc))
     if dead:
-        _report([(rec.ctx_key, rec.fn, exc)], f"stream {k:#x} was closed before it ran")
+        _report([(ctx_key, fn, exc)], f"stream {k:#x} was closed before it ran")
 
 
 def _describe(exc: BaseException) -> str:

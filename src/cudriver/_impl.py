@@ -82,6 +82,12 @@ class _PureBufferCore(_PureHandleRoot):
     )
 
 
+class _PureGraphExecCore(_PureHandleRoot):
+    """The pure-Python stand-in for ``GraphExecCore``: the fields its launch reads."""
+
+    __slots__ = ("_host_records", "_streams")
+
+
 class _PureBase:
     """The pure-Python stand-in for a core base: no fields, no methods."""
 
@@ -100,7 +106,12 @@ class _PurePlanCore:
 def base(name: str) -> type:
     """The core base class ``name`` (compiled), or an empty stand-in (pure)."""
     if core is None:
-        return {"PlanCore": _PurePlanCore, "BufferCore": _PureBufferCore}.get(name, _PureBase)
+        pure = {
+            "PlanCore": _PurePlanCore,
+            "BufferCore": _PureBufferCore,
+            "GraphExecCore": _PureGraphExecCore,
+        }
+        return pure.get(name, _PureBase)
     cls: type = getattr(core, name)
     return cls
 
@@ -109,7 +120,7 @@ if TYPE_CHECKING:
     HandleRoot = _PureHandleRoot
     StreamCore = _PureBase
     EventCore = _PureBase
-    GraphExecCore = _PureBase
+    GraphExecCore = _PureGraphExecCore
     KernelCore = _PureBase
     PlanCore = _PurePlanCore
     BufferCore = _PureBufferCore

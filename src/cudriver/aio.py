@@ -14,10 +14,10 @@ the check queries (``cuEventQuery``). A stream's future: ``cuEventRecord`` on it
 private stream (per context) waits for the event (``cuStreamWaitEvent``), then the same.
 
 A check stops once it has resolved as many futures as posts arrived (each post follows
-its future's event on its stream, so that many are done). The semaphore is freed only
-once every post enqueued has been taken: until then the notifier stays in ``_LIVE``.
-A closed or collected loop is noticed within :data:`SWEEP_SECONDS` (:func:`shutdown`
-acts at once); in a forked child the parent's notifiers are forgotten.
+its future's event on its stream). Queries run in ``RELAXED`` capture mode while a
+capture is open (:func:`capture.relaxed`). The semaphore is freed once every post has
+been taken (until then the notifier stays in ``_LIVE``). A closed or collected loop is
+noticed within :data:`SWEEP_SECONDS`; a forked child forgets the parent's notifiers.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import errno
+import functools
 import os
 import sys
 import threading
@@ -36,11 +37,11 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _handle
+from . import _bindings, _handle, capture
 from ._bindings import SUCCESS
 from ._coerce import StreamBase
 from .device import Context, enter_context, leave_context
-from .errors import GUARD, CudaWarning, NotSupportedError, StreamCaptureError, error_for
+from .errors import GUARD, CudaError, CudaWarning, NotSupportedError, StreamCaptureError, error_for
 
 __all__ = ["Awaitable", "shutdown", "PRIVATE_STREAMS", "SWEEP_SECONDS"]
 
@@ -62,8 +63,7 @@ _cuStreamIsCapturing = _drv.cuStreamIsCapturing
 
 #: Private streams made per context and event loop for events' futures.
 PRIVATE_STREAMS = 32
-#: How often (seconds) a waiter with futures pending has them all checked, and checks
-#: whether its loop was closed.
+#: How often (seconds) a waiter with futures pending checks them all, and its loop.
 SWEEP_SECONDS = 0.5
 _SEM_BYTES = 64
 _SPARE_EVENTS = 256  # per context and loop
@@ -342,7 +342,7 @@ class Notifier:
             for i, last in enumerate(res.last):
                 if last is None or (last.event is None and not last.fut.cancelled()):
                     return res, i
-                if _cuStreamQuery(res.streams[i])[0] is SUCCESS:
+                if capture.relaxed(functools.partial(_cuStreamQuery, res.streams[i]))[0] is SUCCESS:
                     return res, i
             if len(res.streams) >= PRIVATE_STREAMS:
                 res.turn = (res.turn + 1) % len(res.streams)
@@ -386,6 +386,9 @@ class Notifier:
 
     def check(self) -> None:
         """Resolve the pending futures whose events are done (runs on the loop's thread)."""
+        capture.relaxed(self._check)
+
+    def _check(self) -> None:
         with self._lock:
             self._scheduled = False
             sweep, self._sweep = self._sweep, False
@@ -598,9 +601,8 @@ def shutdown(loop: asyncio.AbstractEventLoop | None = None) -> None:
 
     Pending futures are cancelled (call this from the loop's thread, or after the loop
     closed: then they are only dropped); their events are destroyed. The waiter thread
-    is woken with a post from Python and exits once every ``sem_post`` enqueued on a
-    stream has run. Does not block. Futures asked for later get a new notifier.
-    Without this, the waiter notices a closed loop within :data:`SWEEP_SECONDS`.
+    is woken and exits once every ``sem_post`` enqueued has run. Does not block; later
+    futures get a new notifier. (A closed loop is noticed within :data:`SWEEP_SECONDS`.)
     """
     if loop is None:
         loop = asyncio.get_running_loop()
@@ -657,7 +659,7 @@ def _event_future(event: Any, loop: Any) -> Any:
     loop, st = _begin(event, loop)
     try:
         h = event._h
-        s = _cuEventQuery(h)[0]
+        s = capture.relaxed(lambda: _cuEventQuery(h))[0]
         if s is SUCCESS:
             fut = loop.create_future()
             fut.set_result(None)
@@ -680,11 +682,7 @@ def _event_future(event: Any, loop: Any) -> Any:
 
 
 class Awaitable:
-    """The asyncio side of :class:`~cudriver.Stream` and :class:`~cudriver.Event`.
-
-    ``await stream`` / ``await event`` wait without blocking the event loop; see
-    :meth:`done_future`.
-    """
+    """The asyncio side of :class:`~cudriver.Stream` and :class:`~cudriver.Event`: ``await``."""
 
     __slots__ = ()
 
@@ -695,14 +693,11 @@ class Awaitable:
         event: once the work its last record captured (at the time of this call) has
         completed; an event already complete gives a future already done.
 
-        Driver calls, none of which synchronises: a stream calls
-        ``cuStreamIsCapturing``, ``cuEventRecord`` and ``cuLaunchHostFunc`` (the host
-        function is libc's ``sem_post``: no Python runs on the driver's thread); an
-        event calls ``cuEventQuery``, then on an idle private stream of the notifier
-        (``cuStreamQuery``; ``cuStreamCreate`` for a new one) ``cuStreamWaitEvent``,
-        ``cuEventRecord`` and ``cuLaunchHostFunc``. ``cuEventCreate`` when no spare
-        event is left. Resolving it costs a ``cuEventQuery`` on the loop's thread. The
-        first future of a loop starts its waiter thread.
+        No driver call synchronises: a stream's ``cuStreamIsCapturing``,
+        ``cuEventRecord``, ``cuLaunchHostFunc`` (of libc's ``sem_post``: no Python on the
+        driver's thread); an event's ``cuEventQuery``, then on an idle private stream
+        ``cuStreamWaitEvent``, ``cuEventRecord``, ``cuLaunchHostFunc``
+        (``cuEventCreate`` with no spare event). Resolving: a ``cuEventQuery``.
 
         Parameters
         ----------
@@ -737,6 +732,19 @@ class Awaitable:
             return _stream_future(self, loop)  # type: ignore[no-any-return]
         return _event_future(self, loop)  # type: ignore[no-any-return]
 
+    def _done_now(self) -> bool:
+        """Whether the awaited work is done (a query; False when unsure or unsafe)."""
+        s: Any = self  # a Stream or an Event
+        try:
+            stream = isinstance(s, StreamBase)
+            if GUARD.armed or GUARD.open or s._h is None or (stream and s._key <= 2):
+                return False
+            return not (stream and s.is_capturing) and bool(s.query())
+        except CudaError:  # the future's path raises what it must
+            return False
+
     def __await__(self) -> Generator[Any, None, None]:
-        """``await obj``: :meth:`done_future` on the running loop, awaited."""
+        """``await obj``: at once when the work is done, else :meth:`done_future`."""
+        if self._done_now():
+            return iter(())  # type: ignore[return-value]
         return self.done_future().__await__()

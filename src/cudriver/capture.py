@@ -38,7 +38,7 @@ import functools
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from cuda.bindings import driver as _drv
 
@@ -70,6 +70,7 @@ __all__ = [
     "BEGIN_LOCK",
     "BLOCKING",
     "run_stream_less",
+    "relaxed",
 ]
 
 _cuStreamBeginCapture = _drv.cuStreamBeginCapture
@@ -88,8 +89,31 @@ _cuEventSynchronize = _drv.cuEventSynchronize
 _cuCtxGetCurrent = _drv.cuCtxGetCurrent
 _STREAM_NON_BLOCKING = int(_drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
 _EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+_RELAXED = _drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+_cuThreadExchangeStreamCaptureMode = _drv.cuThreadExchangeStreamCaptureMode
 #: ``CU_STREAM_LEGACY``, independent of the per-thread-stream build.
 LEGACY = _drv.CUstream(1)
+_T = TypeVar("_T")
+
+
+def relaxed(fn: Callable[[], _T]) -> _T:
+    """``fn()``, with the calling thread in ``RELAXED`` capture mode while a capture is open.
+
+    For calls that are safe beside a capture but that the driver refuses, breaking the
+    capture, on a thread whose mode is ``GLOBAL`` or ``THREAD_LOCAL`` while one is open:
+    queries of events and streams that are not being captured (measured: an
+    ``await`` resolved on a thread capturing in those modes invalidated its capture).
+    ``cuThreadExchangeStreamCaptureMode`` there and back; with no capture begun through
+    cudriver open, just ``fn()``.
+    """
+    if not GUARD.open:
+        return fn()
+    r = _cuThreadExchangeStreamCaptureMode(_RELAXED)
+    try:
+        return fn()
+    finally:
+        if r[0] is SUCCESS:
+            _cuThreadExchangeStreamCaptureMode(r[1])
 
 
 class CaptureSession:

@@ -405,6 +405,7 @@ class CallGuard:
         "_local",
         "_lock",
         "armed",
+        "c_inside",
         "captures",
         "forked",
         "initialized",
@@ -428,6 +429,9 @@ class CallGuard:
         self.open: set[int] = set()
         self._local = threading.local()
         self._lock = threading.Lock()
+        # The compiled core's per-thread flag (its trampoline sets it and updates
+        # ``running`` and ``armed`` itself, with the GIL held), or None.
+        self.c_inside: Callable[[], bool] | None = None
 
     def check_calls(self) -> None:
         """Raise :class:`NotPermittedError` when no driver call may be made here."""
@@ -438,7 +442,7 @@ class CallGuard:
                 "CUDA cannot be used in a process forked from one that had initialised it; "
                 "start worker processes with the 'spawn' or 'forkserver' method",
             )
-        if getattr(self._local, "inside", False):
+        if self.in_host_function():
             raise NotPermittedError(
                 _drv.CUresult.CUDA_ERROR_NOT_PERMITTED,
                 "cudriver",
@@ -474,7 +478,8 @@ class CallGuard:
 
     def in_host_function(self) -> bool:
         """Whether the calling thread is running a host function."""
-        return bool(getattr(self._local, "inside", False))
+        c = self.c_inside
+        return bool(getattr(self._local, "inside", False)) or (c is not None and c())
 
     def enter_host_function(self) -> None:
         """Mark the calling (driver) thread as running a host function."""

@@ -8,14 +8,13 @@ from cuda.bindings import driver as _drv
 
 from . import _bindings, _handle, _impl, aio
 from ._bindings import SUCCESS
-from ._coerce import StreamBase, StreamLike, bool_arg, handle_arg, stream_handle
-from ._handle import Handle, pinned
+from ._coerce import StreamLike, bool_arg, handle_arg, stream_handle
+from ._handle import Handle, call_pinned, pin2, pinned, query_result, unpin2
 from .device import Context, context_arg, current_or_default
 from .errors import GUARD, checked, error_for
 
 __all__ = ["Event"]
 
-_NOT_READY = _drv.CUresult.CUDA_ERROR_NOT_READY
 _cuEventRecord = _drv.cuEventRecord
 _cuEventQuery = _drv.cuEventQuery
 _cuEventSynchronize = _drv.cuEventSynchronize
@@ -110,78 +109,23 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
         """
         if GUARD.armed:
             GUARD.check()
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        # The event and the stream stay pinned for the call (pinned, then checked).
-        st = self._state
-        st.pins.append(None)
-        sb = stream if isinstance(stream, StreamBase) else None
-        sst = None
-        if sb is not None:
-            sst = sb._state
-            sst.pins.append(None)
+        # The event and the stream stay pinned for the call.
+        pins = pin2(self, stream)
         try:
-            if self._h is None:
-                self._raise_closed()
-            # A cudriver stream's handle inline; stream_handle for everything else.
-            if sb is None:
-                sh = stream_handle(stream)
-            elif (sh := sb._h) is None:
-                sb._raise_closed()
-            r = _cuEventRecord(h, sh)
+            r = _cuEventRecord(self._state.handle, stream_handle(stream))
         finally:
-            st.pins.pop()
-            if sst is not None:
-                sst.pins.pop()
-                if sst.closing:
-                    _handle.unpinned(sst)
-            if st.closing:
-                _handle.unpinned(st)
+            unpin2(*pins)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventRecord)
         return self
 
     def query(self) -> bool:
         """Whether the work before the last record has completed (``cuEventQuery``)."""
-        if GUARD.armed:
-            GUARD.check()
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        st = self._state
-        st.pins.append(None)  # pinned, then checked (see _handle.pin)
-        try:
-            if self._h is None:
-                self._raise_closed()
-            s = _cuEventQuery(h)[0]
-        finally:
-            st.pins.pop()
-            if st.closing:
-                _handle.unpinned(st)
-        if s is SUCCESS:
-            return True
-        if s is _NOT_READY:
-            return False
-        raise error_for(s, _cuEventQuery)
+        return query_result(call_pinned(self, _cuEventQuery), _cuEventQuery)
 
     def synchronize(self) -> None:
         """Block until the recorded work has completed (``cuEventSynchronize``)."""
-        if GUARD.armed:
-            GUARD.check()
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        st = self._state
-        st.pins.append(None)  # pinned, then checked (see _handle.pin)
-        try:
-            if self._h is None:
-                self._raise_closed()
-            r = _cuEventSynchronize(h)
-        finally:
-            st.pins.pop()
-            if st.closing:
-                _handle.unpinned(st)
+        r = call_pinned(self, _cuEventSynchronize)  # a close() meanwhile waits for it
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventSynchronize)
         if _handle.deferred or _handle.releasing():

@@ -12,17 +12,16 @@ from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _handle, _impl, capture
+from . import _bindings, _impl, capture
 from ._bindings import SUCCESS
 from ._coerce import (
     DeviceMemory,
-    StreamBase,
     StreamLike,
     bool_arg,
     handle_arg,
     stream_handle,
 )
-from ._handle import Handle, Lease, pinned
+from ._handle import Handle, Lease, pin2, pinned, unpin2
 from ._hostfn import HostFuncRecord
 from .device import Context, context_arg, current_or_default
 from .errors import GUARD, ClosedError, GraphUpdateError, checked, error_for
@@ -372,15 +371,8 @@ class GraphExec(Handle, _impl.GraphExecCore):
     touch freed memory, also after the :class:`Graph` is closed.
     """
 
-    __slots__ = (
-        "_context",
-        "_host_records",
-        "_keeps",
-        "_lock",
-        "_node_keeps",
-        "_source",
-        "_streams",
-    )
+    # _host_records and _streams live in GraphExecCore (C fields, or slots in pure mode).
+    __slots__ = ("_context", "_keeps", "_lock", "_node_keeps", "_source")
 
     _kind = "GraphExec"
 
@@ -429,24 +421,11 @@ class GraphExec(Handle, _impl.GraphExecCore):
         """
         if GUARD.armed:
             GUARD.check()
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        # The graph and the stream stay pinned for the calls (pinned, then checked).
-        st = self._state
-        st.pins.append(None)
-        sb = stream if isinstance(stream, StreamBase) else None
-        sst = None
-        if sb is not None:
-            sst = sb._state
-            sst.pins.append(None)
+        # The graph and the stream stay pinned for the calls.
+        pins = pin2(self, stream)
         try:
-            if self._h is None:
-                self._raise_closed()
-            if sb is None:
-                sh = stream_handle(stream)
-            elif (sh := sb._h) is None:
-                sb._raise_closed()
+            h = self._state.handle
+            sh = stream_handle(stream)
             if self._host_records:
                 key = int(sh)
                 for rec in self._host_records:
@@ -455,13 +434,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
                 capture.keep(sh, list(self._keeps))
             r = _cuGraphLaunch(h, sh)
         finally:
-            st.pins.pop()
-            if sst is not None:
-                sst.pins.pop()
-                if sst.closing:
-                    _handle.unpinned(sst)
-            if st.closing:
-                _handle.unpinned(st)
+            unpin2(*pins)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuGraphLaunch)
         if self._streams is not None:

@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _handle, _impl, capture, launch
+from . import _bindings, _impl, capture, launch
 from ._bindings import SUCCESS
 from ._coerce import (
     U32_MAX,
     DeviceMemory,
-    StreamBase,
     StreamLike,
     dims,
     handle_arg,
@@ -29,7 +28,7 @@ from ._coerce import (
 )
 from ._coerce import shared_mem as _shared
 from ._enums import FunctionAttribute
-from ._handle import Handle, Lease, pinned
+from ._handle import Handle, Lease, pin2, pinned, unpin2
 from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
 from .device import current_or_default
 from .errors import GUARD, ClosedError, NotSupportedError, checked, error_for
@@ -428,15 +427,7 @@ class Kernel(Handle, _impl.KernelCore):
             config = config_arg(config)
         # The module and the stream stay pinned through every driver call below (a
         # close() on another thread destroys them afterwards); pinned, then checked.
-        mod = self._module
-        mst = mod._state if mod is not None else None
-        if mst is not None:
-            mst.pins.append(None)
-        sb = stream if isinstance(stream, StreamBase) else None
-        sst = None
-        if sb is not None:
-            sst = sb._state
-            sst.pins.append(None)
+        pins = pin2(self._module, stream)
         try:
             if self._h is None:
                 self._raise_closed()
@@ -458,10 +449,7 @@ class Kernel(Handle, _impl.KernelCore):
                 lay = self._arg_layout()
             if len(args) != lay.n:
                 raise count_error(self._name, lay.n, len(args))
-            if sb is None:
-                sh = stream_handle(stream)
-            elif (sh := sb._h) is None:
-                sb._raise_closed()
+            sh = stream_handle(stream)
             if not args:
                 if capture.ACTIVE:
                     capture.keep(sh, self)
@@ -494,7 +482,7 @@ class Kernel(Handle, _impl.KernelCore):
                 if isinstance(a, DeviceMemory):
                     a._note_use(sh)
         finally:
-            _handle.unpin2(mst, sst)
+            unpin2(*pins)
 
     def prepare(
         self,
@@ -664,27 +652,16 @@ class LaunchPlan(_impl.PlanCore):
         if self._kernel._h is None:
             self._kernel._raise_closed()
         k = self._kernel
-        mod = k._module
-        mst = mod._state if mod is not None else None
-        if mst is not None:
-            mst.pins.append(None)
-        sb = stream if isinstance(stream, StreamBase) else None
-        sst = None
-        if sb is not None:
-            sst = sb._state
-            sst.pins.append(None)
+        pins = pin2(k._module, stream)
         try:
             if k._h is None:
                 k._raise_closed()
-            if sb is None:
-                sh = stream_handle(stream)
-            elif (sh := sb._h) is None:
-                sb._raise_closed()
+            sh = stream_handle(stream)
             if capture.ACTIVE:
                 capture.keep(sh, self._kernel, self._args)
             r = self._call(sh, self._params, 0)
         finally:
-            _handle.unpin2(mst, sst)
+            unpin2(*pins)
         if r[0] is not SUCCESS:
             raise self._kernel._launch_error(r[0], self.grid, self.block, self._shmem, self._config)
         for a in self._used:

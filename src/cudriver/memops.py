@@ -24,7 +24,7 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, cast
 
 from cuda.bindings import driver as _drv
 
@@ -480,19 +480,10 @@ def _enqueue(
     flags: int,
     no_memory_barrier: bool | None,
 ) -> None:
-    # The stream and the target buffer stay pinned through the driver calls (pinned,
-    # then checked: see _handle.pin).
-    st = stream._state
-    st.pins.append(None)
-    ost = obj._state if isinstance(obj, Handle) else None
-    if ost is not None:
-        ost.pins.append(None)
+    # The stream and the target buffer stay pinned through the driver calls.
+    pins = _handle.pin2(cast(Handle, stream), obj)
     try:
-        h = stream._h
-        if h is None:
-            stream._raise_closed()
-        if ost is not None and obj._h is None:
-            obj._raise_closed()
+        h = stream._state.handle
         if needs:
             require(stream.device, needs, fn)
         r = fn(h, a, v, flags)
@@ -503,7 +494,7 @@ def _enqueue(
         if obj is not None and capture.ACTIVE:
             capture.keep(h, obj)
     finally:
-        _handle.unpin2(st, ost)
+        _handle.unpin2(*pins)
 
 
 @_handle.pinned

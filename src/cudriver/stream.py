@@ -34,7 +34,7 @@ from ._enums import (
     SyncPolicy,
     WaitCondition,
 )
-from ._handle import pinned
+from ._handle import call_pinned, pin2, pinned, query_result, unpin2
 from .device import Context, Device, context_arg, current_or_default
 from .errors import GUARD, checked, error_for
 from .event import Event
@@ -44,7 +44,6 @@ from .memops import MemOp
 __all__ = ["Stream", "AccessPolicyWindow"]
 
 
-_NOT_READY = _drv.CUresult.CUDA_ERROR_NOT_READY
 # The hot paths call the bindings directly and test the status by identity.
 _cuStreamQuery = _drv.cuStreamQuery
 _cuStreamSynchronize = _drv.cuStreamSynchronize
@@ -193,23 +192,9 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
         :class:`~cudriver.HostCallbackError` if a host function that ran on this
         stream raised since the last synchronisation.
         """
-        if GUARD.armed:
-            GUARD.check()
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        # Pinned, then checked, for the wait (see _handle.pin): a close() on another
-        # thread destroys the stream only after it (that crashed the process).
-        st = self._state
-        st.pins.append(None)
-        try:
-            if self._h is None:
-                self._raise_closed()
-            r = _cuStreamSynchronize(h)
-        finally:
-            st.pins.pop()
-            if st.closing:
-                _handle.unpinned(st)
+        # Pinned for the wait: a close() on another thread destroys the stream only
+        # after it (that crashed the process).
+        r = call_pinned(self, _cuStreamSynchronize)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuStreamSynchronize)
         if _handle.deferred or _handle.releasing():
@@ -220,26 +205,7 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
 
     def query(self) -> bool:
         """Whether all work on the stream has completed (``cuStreamQuery``); never blocks."""
-        if GUARD.armed:
-            GUARD.check()
-        h = self._h
-        if h is None:
-            self._raise_closed()
-        st = self._state
-        st.pins.append(None)
-        try:
-            if self._h is None:
-                self._raise_closed()
-            s = _cuStreamQuery(h)[0]
-        finally:
-            st.pins.pop()
-            if st.closing:
-                _handle.unpinned(st)
-        if s is SUCCESS:
-            return True
-        if s is _NOT_READY:
-            return False
-        raise error_for(s, _cuStreamQuery)
+        return query_result(call_pinned(self, _cuStreamQuery), _cuStreamQuery)
 
     def wait(self, other: Event | StreamLike) -> None:
         """Make later work on this stream wait for ``other`` (``cuStreamWaitEvent``).
@@ -255,16 +221,11 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
         if isinstance(other, Event):
             if GUARD.armed:
                 GUARD.check()
-            eh = other.handle
-            st, est = self._state, other._state
-            st.pins.append(None)
-            est.pins.append(None)
+            pins = pin2(self, other)
             try:
-                if self._h is None or other._h is None:
-                    (other if self._h else self)._raise_closed()
-                r = _cuStreamWaitEvent(h, eh, 0)
+                r = _cuStreamWaitEvent(self._state.handle, other._state.handle, 0)
             finally:
-                _handle.unpin2(st, est)
+                unpin2(*pins)
             if r[0] is not SUCCESS:
                 raise error_for(r[0], _cuStreamWaitEvent)
             return
@@ -292,16 +253,11 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
             raise TypeError(f"record() takes a cudriver.Event, not {type(event).__name__}")
         if GUARD.armed:
             GUARD.check()
-        eh = event.handle
-        st, est = self._state, event._state
-        st.pins.append(None)
-        est.pins.append(None)
+        pins = pin2(self, event)
         try:
-            if self._h is None or event._h is None:
-                (event if self._h else self)._raise_closed()
-            r = _cuEventRecord(eh, h)
+            r = _cuEventRecord(event._state.handle, self._state.handle)
         finally:
-            _handle.unpin2(st, est)
+            unpin2(*pins)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventRecord)
         return event
