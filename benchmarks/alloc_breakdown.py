@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import statistics
 import sys
 import time
@@ -30,6 +29,7 @@ from collections.abc import Callable
 from cuda.bindings import driver as drv
 
 import cudriver as cu
+from benchmarks.harness import print_rows
 
 N = 1 << 20
 _SUCCESS = drv.CUresult.CUDA_SUCCESS
@@ -157,10 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         "implementation": cu.info().get("implementation"),
         "ns": {k.strip(): round(v, 1) for k, v in rows.items()},
     }
-    width = max(map(len, rows))
-    for k, v in rows.items():
-        print(f"  {k:<{width}}  {v:8.1f} ns")
-    print(json.dumps(result))
+    print_rows(rows, "ns", 1, result)
     return 0
 
 

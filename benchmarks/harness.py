@@ -18,6 +18,7 @@ timing, the targets and the output run (and are tested) without them.
 from __future__ import annotations
 
 import gc
+import json
 import statistics
 import time
 import warnings
@@ -307,6 +308,14 @@ def latency(
         return float(statistics.median(out))
 
     return run
+
+
+def print_rows(rows: dict[str, float], unit: str, digits: int, result: dict[str, Any]) -> None:
+    """Print a small benchmark's ``rows`` (label: value), then ``result`` as one JSON line."""
+    width = max(map(len, rows))
+    for k, v in rows.items():
+        print(f"  {k:<{width}}  {v:8.{digits}f} {unit}")
+    print(json.dumps(result))
 
 
 def close_quietly(objs: Iterable[Any]) -> None:

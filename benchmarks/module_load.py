@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import statistics
 import sys
 import time
@@ -24,6 +23,7 @@ from collections.abc import Callable
 from cuda.bindings import driver as drv
 
 import cudriver as cu
+from benchmarks.harness import print_rows
 
 
 def source(n: int) -> str:
@@ -87,11 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "median_ms": {k: round(v, 3) for k, v in rows.items()},
     }
-    width = max(map(len, rows))
     print(f"{args.kernels} kernels, cubin {len(image)} bytes, median of {args.repeats}:")
-    for k, v in rows.items():
-        print(f"  {k:<{width}}  {v:8.3f} ms")
-    print(json.dumps(result))
+    print_rows(rows, "ms", 3, result)
     return 0
 
 

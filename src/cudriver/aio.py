@@ -659,7 +659,7 @@ def _event_future(event: Any, loop: Any) -> Any:
     loop, st = _begin(event, loop)
     try:
         h = event._h
-        s = capture.relaxed(lambda: _cuEventQuery(h))[0]
+        s = capture.relaxed(functools.partial(_cuEventQuery, h))[0]
         if s is SUCCESS:
             fut = loop.create_future()
             fut.set_result(None)
