@@ -2,8 +2,9 @@
 
 The notifier machinery (the semaphore, the waiter thread, coalesced checks, cancellation,
 lifetime) is tested without a GPU: a stand-in for ``cuEventQuery``/``cuEventDestroy``
-answers for made-up events, and a thread calls the real ``sem_post`` through its address,
-as the driver's host-function thread does. Every wait has a deadline; the scenarios that
+answers for made-up events, and a thread calls the channel's real host function (libc's
+``sem_post``, or the core's eventfd post) through its address, as the driver's
+host-function thread does. Every wait has a deadline; the scenarios that
 could hang the interpreter run in a subprocess with faulthandler armed.
 """
 
@@ -29,7 +30,7 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver import aio
+from cudriver import _wakeup, aio
 from cudriver.errors import GUARD
 
 from ._support import Mapped, load_kernels, no_driver, until
@@ -41,7 +42,7 @@ ILLEGAL_ADDRESS = drv.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
 
 def _semaphores_reason() -> str | None:
     try:
-        aio.semaphores()
+        _wakeup.semaphores()
     except cu.NotSupportedError as exc:
         return str(exc)
     return None
@@ -63,7 +64,7 @@ def run(coro: Any, timeout: float = 30.0) -> Any:
 
 def retired(n: aio.Notifier, timeout: float = 10.0) -> bool:
     """Whether ``n``'s waiter exits (every post taken, semaphore freed) in time."""
-    return until(lambda: n._thread is None and n not in aio._LIVE and n._sem == 0, timeout)
+    return until(lambda: n._thread is None and n not in aio._LIVE and n._sem is None, timeout)
 
 
 # -- the API, without a GPU ----------------------------------------------------------------
@@ -142,9 +143,9 @@ def test_platforms_without_semaphores_are_refused(
     libc: Callable[[], Any],
     reason: str,
 ) -> None:
-    monkeypatch.setattr(aio, "_API", None)
-    monkeypatch.setattr(aio, "_API_ERROR", None)
-    monkeypatch.setattr(aio, "_open_libc", libc)
+    monkeypatch.setattr(_wakeup, "_API", None)
+    monkeypatch.setattr(_wakeup, "_API_ERROR", None)
+    monkeypatch.setattr(_wakeup, "_open_libc", libc)
 
     async def main() -> None:
         for _ in range(2):  # the answer is remembered
@@ -186,10 +187,10 @@ class FakeDriver:
             check(n)
 
         monkeypatch.setattr(aio.Notifier, "check", counted)
-        # sem_post called through its address, as the driver calls a host function.
-        self.sem_post = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(
-            aio.semaphores().post_address
-        )
+        # The channel's host function (sem_post, or the core's eventfd post) called
+        # through its address, as the driver calls a host function.
+        api = _wakeup.channel()
+        self.post_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(api.post_address)
 
     def watch(self, n: aio.Notifier, loop: Any, ev: int, order: int | None = None) -> Any:
         self.status[ev] = NOT_READY
@@ -200,16 +201,25 @@ class FakeDriver:
     def complete(self, n: aio.Notifier, ev: int, status: Any = SUCCESS) -> None:
         """The GPU reaches the event, then the host function behind it runs."""
         self.status[ev] = status
-        assert self.sem_post(n._sem) == 0
+        self.post(n)
 
     def post(self, n: aio.Notifier) -> None:
-        assert self.sem_post(n._sem) == 0
+        assert n._sem is not None
+        self.post_fn(n._sem)
 
 
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
+@pytest.fixture(params=["semaphore", "eventfd"])
+def fake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
+    """A stand-in driver, with each channel a notifier can use."""
     if _semaphores_reason() is not None:
         pytest.skip(f"no POSIX semaphores: {_semaphores_reason()}")
+    if request.param == "eventfd":
+        fds = _wakeup.eventfds()
+        if fds is None:
+            pytest.skip("eventfd channel: needs Linux and the compiled core")
+        monkeypatch.setattr(_wakeup, "channel", lambda: fds)
+    else:
+        monkeypatch.setattr(_wakeup, "channel", _wakeup.semaphores)
     return FakeDriver(monkeypatch)
 
 
@@ -383,6 +393,38 @@ def test_shutdown_cancels_and_the_waiter_exits(fake: FakeDriver) -> None:
     assert retired(n)
 
 
+def test_a_watched_descriptor_closes_after_its_last_post(fake: FakeDriver) -> None:
+    """Shut down from another thread while the loop runs: the loop keeps taking the
+    posts, and the channel is freed only after the last one (on the loop's thread)."""
+
+    async def main() -> tuple[aio.Notifier, int]:
+        loop = asyncio.get_running_loop()
+        n = aio.notifier_for(loop)
+        fut = fake.watch(n, loop, 7)
+        fake.watch(n, loop, 8)
+        fake.complete(n, 7)
+        await fut
+        sem = n._sem
+        assert sem is not None
+        t = threading.Thread(target=aio.shutdown, args=(loop,))
+        t.start()
+        t.join(10)
+        await asyncio.sleep(0.2)
+        assert n._sem == sem  # one post still to come: the channel stays
+        fake.post(n)  # the cancelled future's post
+        deadline = time.monotonic() + 10
+        while n._sem is not None and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)  # the loop's own callback frees a watched descriptor
+        return n, sem
+
+    n, sem = run(main())
+    assert retired(n)
+    if n._api.loop_reads:
+        with pytest.raises(OSError):
+            os.fstat(sem)
+
+
 def test_each_loop_has_its_own_notifier(fake: FakeDriver) -> None:
     seen: dict[int, Any] = {}
     errors: list[BaseException] = []
@@ -434,7 +476,7 @@ def test_a_forked_child_forgets_the_parents_notifiers(fake: FakeDriver) -> None:
             pid = os.fork()
         if pid == 0:  # the child: report through the exit status only
             ok = not aio._LIVE and not aio._BY_LOOP and n._closing and not n._pending
-            ok = ok and aio.notifier_for(loop) is not n and n._sem == 0
+            ok = ok and aio.notifier_for(loop) is not n and n._sem is None
             os._exit(0 if ok else 1)
         deadline = time.monotonic() + 30
         while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:

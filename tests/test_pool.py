@@ -48,7 +48,7 @@ def test_a_pool_depends_on_the_streams_it_allocated_on(monkeypatch: pytest.Monke
         d.note(st)
     assert list(d.streams.values()) == [owned, legacy]  # a foreign stream is not waited for
     assert d.last is owned
-    assert id(pool_state) in owned.dependants and owned in pool_state.deps  # type: ignore[attr-defined]
+    assert _handle.held(owned) and owned in pool_state.deps  # type: ignore[arg-type, attr-defined]
     _handle.release_state(owned)  # a close(): the stream waits for the pool
     assert owned.handle == 0x5000 and owned.closing and not released  # type: ignore[attr-defined]
 
@@ -67,7 +67,7 @@ def test_a_pool_depends_on_the_streams_it_allocated_on(monkeypatch: pytest.Monke
     # Nothing left queued for other tests; the rest go with the pool.
     for st in more:
         if st.handle is not None:  # type: ignore[attr-defined]
-            st.dependants.discard(id(pool_state))  # type: ignore[attr-defined]
+            _handle.unlink(pool_state, st)  # type: ignore[arg-type]
             _handle._queue_if_free(st)  # type: ignore[arg-type]
     _handle.settle()
     assert _handle.pending_releases() == 0

@@ -31,7 +31,7 @@ from ._bindings import MAJOR as BINDINGS_MAJOR
 from ._bindings import version_string
 from ._enums import DeviceAttribute
 from ._init import driver_version, init
-from ._selftest import EXIT_FAILED, EXIT_NO_DRIVER, EXIT_OK, EXIT_USAGE
+from ._selftest import EXIT_FAILED, EXIT_NO_DRIVER, EXIT_OK, EXIT_USAGE, report_error
 from ._selftest import main as selftest_main
 from .device import Device
 from .errors import CudaError, DriverNotFoundError, NoDeviceError
@@ -206,12 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _info(as_json)
         if command == "selftest":
             return selftest_main(rest)
-    except (DriverNotFoundError, NoDeviceError) as exc:
-        print(f"cudriver: {exc}", file=sys.stderr)
-        return EXIT_NO_DRIVER
     except CudaError as exc:
-        print(f"cudriver: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return report_error(exc)
     parser.error(f"unknown command {command!r}")  # pragma: no cover
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -19,9 +20,21 @@ from cuda.bindings import driver as _drv
 
 from . import capture
 from ._bindings import SUCCESS
-from ._coerce import U64_LIMIT, DeviceMemory, HostMemory, StreamLike, int_arg, stream_handle
+from ._coerce import (
+    U64_LIMIT,
+    DeviceMemory,
+    HostMemory,
+    StreamLike,
+    dtype_arg,
+    int_arg,
+    nbytes_of,
+    shape_arg,
+    stream_handle,
+)
 from .device import enter_context, leave_context
 from .errors import ClosedError, checked, error_for
+
+_B = TypeVar("_B")
 
 __all__ = [
     "SupportsCudaArrayInterface",
@@ -165,6 +178,20 @@ def fill_new(buf: Any, a: npt.NDArray[Any], stream: Any) -> None:
     except BaseException:
         buf.close()
         raise
+
+
+def new_typed(make: Callable[[int], _B], shape: object, dtype: npt.DTypeLike) -> _B:
+    """``make(nbytes)`` for ``shape`` elements of ``dtype``; the buffer remembers both.
+
+    The arguments are checked before ``make`` allocates.
+    """
+    shp = shape_arg(shape)
+    dt = dtype_arg(dtype)
+    buf = make(nbytes_of(shp, dt))
+    fields: Any = buf
+    fields._dtype = dt
+    fields._shape = shp
+    return buf
 
 
 def ndarray_address(a: npt.NDArray[Any], writable: bool, role: str) -> int:

@@ -4,6 +4,11 @@ from typing import Any
 
 def configure() -> None: ...
 def trampoline_address() -> int: ...
+def eventfd_post_address() -> int: ...
+def held(state: Any) -> bool: ...
+def link(state: Any, dep: Any) -> None: ...
+def unlink(state: Any, dep: Any) -> None: ...
+def drop_deps(state: Any) -> None: ...
 
 class HandleRoot:
     _h: Any
@@ -34,18 +39,20 @@ class BufferCore(HandleRoot):
     _views: Any
 
 class State:
-    closing: Any
-    dependants: Any
+    closing: bool
+    dependants: int
     deps: Any
     func: Any
     handle: Any
     keep: Any
     kind: Any
-    leases: Any
+    @property
+    def leases(self) -> set[int]: ...
     on_release: Any
-    pins: list[None]
+    @property
+    def pins(self) -> list[None]: ...
     busy: int
-    pid: Any
+    pid: int
     release: Any
     used_on: Any
     def __init__(

@@ -17,7 +17,9 @@ and arguments of the plain types (ints, floats, cudriver buffers).
 
 cimport cython
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, uintptr_t
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from libc.stdint cimport int32_t, int64_t, intptr_t, uint32_t, uint64_t, uintptr_t
+from posix.unistd cimport write
 from libc.math cimport fabs, isinf, isnan
 from libc.float cimport FLT_MAX
 
@@ -285,7 +287,7 @@ cdef inline int _unpin(object state) except -1:
         return 0
     st = <State>state
     st.busy -= 1
-    if st.closing and st.busy == 0 and not st.pins:
+    if st.closing and not _held(st):
         _unpinned(st)
     return 0
 
@@ -463,114 +465,72 @@ cdef class StreamCore(HandleRoot):
             raise _error(st, "cuLaunchHostFunc")
 
     def write_value32(self, addr, value, *, no_memory_barrier=False):
-        cdef uint64_t a
-        cdef uint64_t v
-        cdef CUresult st
-        cdef void* h
-        cdef int kind = 0
-        if (_fast() and self._h is not None and p_write32 != NULL and not _ACTIVE
-                and no_memory_barrier is False and type(value) is int
-                and 0 <= value <= 4294967295):
-            kind = _memop_address(addr, 4, &a)
-        if not kind:
+        if no_memory_barrier is not False or not _memop(self, addr, value, 4, 0, False):
             return self._py_write_value32(addr, value, no_memory_barrier=no_memory_barrier)
-        v = value
-        h = <void*><uintptr_t>self._key
-        pin = _pin(self)
-        pin2 = _pin(addr) if kind == 2 else None
-        with nogil:
-            st = p_write32(h, a, <uint32_t>v, 0)
-        _unpin(pin2)
-        _unpin(pin)
-        if st != SUCCESS:
-            raise _error(st, "cuStreamWriteValue32")
 
     def wait_value32(self, addr, value, cond=_GEQ_DEFAULT, *, flush=False):
-        cdef uint64_t a
-        cdef uint64_t v
-        cdef CUresult st
-        cdef void* h
-        cdef int c
-        if cond is _GEQ_DEFAULT:
-            c = 0
-        elif type(cond) is _WaitCondition:
-            c = cond._value_
-        else:
-            c = -1
-        cdef int kind = 0
-        if (_fast() and self._h is not None and p_wait32 != NULL and not _ACTIVE
-                and 0 <= c <= 2 and flush is False and type(value) is int
-                and 0 <= value <= 4294967295):
-            kind = _memop_address(addr, 4, &a)
-        if not kind:
+        if flush is not False or not _memop(self, addr, value, 4, _cond(cond), True):
             if cond is _GEQ_DEFAULT:
                 return self._py_wait_value32(addr, value, flush=flush)
             return self._py_wait_value32(addr, value, cond, flush=flush)
-        v = value
-        h = <void*><uintptr_t>self._key
-        pin = _pin(self)
-        pin2 = _pin(addr) if kind == 2 else None
-        with nogil:
-            st = p_wait32(h, a, <uint32_t>v, <unsigned int>c)
-        _unpin(pin2)
-        _unpin(pin)
-        if st != SUCCESS:
-            raise _error(st, "cuStreamWaitValue32")
 
     def write_value64(self, addr, value, *, no_memory_barrier=False):
-        cdef uint64_t a
-        cdef uint64_t v
-        cdef CUresult st
-        cdef void* h
-        cdef int kind = 0
-        if (_fast() and self._h is not None and p_write64 != NULL and not _ACTIVE
-                and no_memory_barrier is False and type(value) is int
-                and 0 <= value <= 0xFFFFFFFFFFFFFFFF and _can_use_64(self)):
-            kind = _memop_address(addr, 8, &a)
-        if not kind:
+        if no_memory_barrier is not False or not _memop(self, addr, value, 8, 0, False):
             return self._py_write_value64(addr, value, no_memory_barrier=no_memory_barrier)
-        v = value
-        h = <void*><uintptr_t>self._key
-        pin = _pin(self)
-        pin2 = _pin(addr) if kind == 2 else None
-        with nogil:
-            st = p_write64(h, a, v, 0)
-        _unpin(pin2)
-        _unpin(pin)
-        if st != SUCCESS:
-            raise _error(st, "cuStreamWriteValue64")
 
     def wait_value64(self, addr, value, cond=_GEQ_DEFAULT, *, flush=False):
-        cdef uint64_t a
-        cdef uint64_t v
-        cdef CUresult st
-        cdef void* h
-        cdef int c
-        if cond is _GEQ_DEFAULT:
-            c = 0
-        elif type(cond) is _WaitCondition:
-            c = cond._value_
-        else:
-            c = -1
-        cdef int kind = 0
-        if (_fast() and self._h is not None and p_wait64 != NULL and not _ACTIVE
-                and 0 <= c <= 2 and flush is False and type(value) is int
-                and 0 <= value <= 0xFFFFFFFFFFFFFFFF and _can_use_64(self)):
-            kind = _memop_address(addr, 8, &a)
-        if not kind:
+        if flush is not False or not _memop(self, addr, value, 8, _cond(cond), True):
             if cond is _GEQ_DEFAULT:
                 return self._py_wait_value64(addr, value, flush=flush)
             return self._py_wait_value64(addr, value, cond, flush=flush)
-        v = value
-        h = <void*><uintptr_t>self._key
-        pin = _pin(self)
-        pin2 = _pin(addr) if kind == 2 else None
-        with nogil:
-            st = p_wait64(h, a, v, <unsigned int>c)
-        _unpin(pin2)
-        _unpin(pin)
-        if st != SUCCESS:
-            raise _error(st, "cuStreamWaitValue64")
+
+
+cdef inline int _cond(object cond) except -2:
+    """A wait condition's driver value; -1 for anything the compiled path leaves alone."""
+    if cond is _GEQ_DEFAULT:
+        return 0
+    if type(cond) is _WaitCondition:
+        return cond._value_
+    return -1
+
+
+cdef bint _memop(StreamCore self, object addr, object value, int width, int cond,
+                 bint wait) except -1:
+    """A write or wait of ``width`` bytes (4 or 8) in C; False to take the pure path.
+
+    ``cond`` is the wait's condition (0-2) or 0 for a write; no flush or barrier flag."""
+    cdef uint64_t a
+    cdef uint64_t v
+    cdef CUresult st
+    cdef void* h
+    cdef int kind = 0
+    cdef f_value32 f32 = p_wait32 if wait else p_write32
+    cdef f_value64 f64 = p_wait64 if wait else p_write64
+    if (not _fast() or self._h is None or _ACTIVE or not 0 <= cond <= 2
+            or type(value) is not int or value < 0):
+        return False
+    if width == 4:
+        if f32 == NULL or value > 4294967295:
+            return False
+    elif f64 == NULL or value > 0xFFFFFFFFFFFFFFFF or not _can_use_64(self):
+        return False
+    kind = _memop_address(addr, width, &a)
+    if not kind:
+        return False
+    v = value
+    h = <void*><uintptr_t>self._key
+    pin = _pin(self)
+    pin2 = _pin(addr) if kind == 2 else None
+    with nogil:
+        if width == 4:
+            st = f32(h, a, <uint32_t>v, <unsigned int>cond)
+        else:
+            st = f64(h, a, v, <unsigned int>cond)
+    _unpin(pin2)
+    _unpin(pin)
+    if st != SUCCESS:
+        raise _error(st, ("cuStreamWaitValue" if wait else "cuStreamWriteValue") + str(width * 8))
+    return True
 
 
 cdef inline bint _can_use_64(object stream) except -1:
@@ -700,6 +660,18 @@ def in_host_function():
 def trampoline_address():
     """The address of the C host-function trampoline (it lives as long as the process)."""
     return <uintptr_t>_trampoline
+
+
+cdef void _eventfd_post(void* data) noexcept nogil:
+    # ``cudriver._wakeup.Eventfds``' host function: add 1 to the eventfd ``data`` (one
+    # write; nothing else runs on the driver's thread, and no GIL is taken).
+    cdef uint64_t one = 1
+    cdef ssize_t ignored = write(<int><intptr_t>data, &one, 8)
+
+
+def eventfd_post_address():
+    """The address of the C host function that posts an eventfd (lives as long as the process)."""
+    return <uintptr_t>_eventfd_post
 
 
 # -- events -------------------------------------------------------------------------------------
@@ -1035,25 +1007,28 @@ cdef class PlanCore:
 
 
 # -- release states ------------------------------------------------------------------------------
+@cython.freelist(64)
 cdef class State:
     """What a handle's release needs (the compiled ``_handle._State``; same fields).
 
-    Never refers back to the owning object. ``dependants`` holds the ids of the
-    unreleased states that keep this one; ``deps`` the states of the handles in
-    ``keep``.
+    Never refers back to the owning object. ``deps`` holds the states of the handles
+    in ``keep``; ``dependants`` counts the unreleased states that keep this one (the
+    pure state holds their ids; the count changes in C with the GIL held, so it is
+    atomic as the set's add and discard are). ``leases`` and ``pins`` are made when
+    first asked for: most handles never need them.
     """
 
-    cdef public object closing
-    cdef public object dependants
+    cdef public bint closing
+    cdef public int dependants
     cdef public object deps
     cdef public object func
     cdef public object handle
     cdef public object keep
     cdef public object kind
-    cdef public object leases
+    cdef object _leases
     cdef public object on_release
-    cdef public object pid
-    cdef public list pins
+    cdef public long pid
+    cdef object _pins
     # The pins taken by the compiled methods (the pure paths use ``pins``).
     cdef public int busy
     cdef public object release
@@ -1062,14 +1037,63 @@ cdef class State:
     def __init__(self, handle, release, func, kind, keep, on_release):
         _state_init(self, handle, release, func, kind, keep, on_release)
 
+    @property
+    def leases(self):
+        """The ids of the live leases (a set, made when first asked for)."""
+        cdef object made
+        if self._leases is None:
+            made = set()
+            if self._leases is None:  # a collection while allocating may have made it
+                self._leases = made
+        return self._leases
+
+    @property
+    def pins(self):
+        """One entry per pure-path driver call in flight (a list, made when first asked for)."""
+        cdef object made
+        if self._pins is None:
+            made = []
+            if self._pins is None:  # a collection while allocating may have made it
+                self._pins = made
+        return self._pins
+
+
+cdef inline bint _held(State st) except -1:
+    """Whether anything keeps ``st`` from being released: leases, dependants, pins."""
+    return bool(st.busy or st.dependants or st._pins or st._leases)
+
+
+def held(state):
+    """Whether anything keeps ``state`` from being released (the compiled ``_handle.held``)."""
+    return _held(<State?>state)
+
+
+def link(state, dep):
+    """Make ``dep`` outlive ``state`` (the compiled ``_handle.link``)."""
+    cdef State me = <State?>state
+    cdef State d = <State?>dep
+    me.deps = tuple(me.deps) + (d,)
+    d.dependants += 1
+
+
+def unlink(state, dep):
+    """Undo :func:`link` (the compiled ``_handle.unlink``); nothing if not linked."""
+    cdef State me = <State?>state
+    cdef State d = <State?>dep
+    deps = tuple(me.deps)
+    if not any(x is d for x in deps):
+        return
+    me.deps = tuple([x for x in deps if x is not d])
+    d.dependants -= 1
+
 
 cdef extern from "<unistd.h>":
     int getpid() nogil
 
 
-# This process's id, as an int: cached (a system call each time costs more than the rest
-# of a state's set-up on a virtual machine) and refreshed in a forked child.
-cdef object _PID = getpid()
+# This process's id: cached (a system call each time costs more than the rest of a
+# state's set-up on a virtual machine) and refreshed in a forked child.
+cdef long _PID = getpid()
 
 
 def _refresh_pid():
@@ -1083,6 +1107,8 @@ _os.register_at_fork(after_in_child=_refresh_pid)
 
 cdef inline State _state_init(State self, object handle, object release, object func,
                               object kind, object keep, object on_release):
+    cdef PyObject* p
+    cdef Py_ssize_t n = 0, i = 0
     self.handle = handle
     self.release = release
     self.func = func
@@ -1090,25 +1116,25 @@ cdef inline State _state_init(State self, object handle, object release, object 
     self.kind = kind
     self.keep = keep
     self.on_release = on_release
-    self.leases = set()
-    self.pins = []
-    self.dependants = set()
     self.closing = False
     self.used_on = None
-    cdef PyObject* p
     deps = ()
     if keep:
-        found = []
         for k in keep:
             if isinstance(k, HandleRoot):
                 p = (<HandleRoot>k)._st
-                if p != NULL:
-                    found.append(<object>p)
-        if found:
-            deps = tuple(found)
-            me = id(self)
-            for dep in deps:
-                (<State>dep).dependants.add(me)
+                if p != NULL and type(<object>p) is State:
+                    n += 1
+        if n:
+            deps = PyTuple_New(n)
+            for k in keep:
+                if isinstance(k, HandleRoot):
+                    p = (<HandleRoot>k)._st
+                    if p != NULL and type(<object>p) is State:
+                        Py_INCREF(<object>p)
+                        PyTuple_SET_ITEM(deps, i, <object>p)
+                        (<State>p).dependants += 1
+                        i += 1
     self.deps = deps
     return self
 
@@ -1131,6 +1157,7 @@ cdef inline void _pop_context() noexcept nogil:
     p_ctx_pop(&ignored)
 
 
+@cython.freelist(16)
 cdef class MemFree:
     """The release of a ``cuMemAlloc`` buffer: ``cuMemFree`` with its context current.
 
@@ -1161,6 +1188,7 @@ cdef class MemFree:
         return _SUCCESS_TUPLE if st == SUCCESS else (_code(st),)
 
 
+@cython.freelist(64)
 cdef class MemFreeAsync:
     """The release of a stream-ordered buffer: ``cuMemFreeAsync`` on its stream.
 
@@ -1373,7 +1401,10 @@ cdef inline void _handle_fields(HandleRoot self, object h, uint64_t key, object 
     _state_init(state, h, release, func, self._kind, keep, None)
     if used_on is not None:
         state.used_on = used_on
-    self._state = state
+    old = self._st
+    Py_INCREF(state)
+    self._st = <PyObject*>state
+    Py_XDECREF(old)
     self._finalizer = None
 
 
@@ -1381,20 +1412,29 @@ cdef inline void _handle_fields(HandleRoot self, object h, uint64_t key, object 
 cdef object _may_release_now_py = None  # _handle._may_release_now
 cdef object _warn = None                # _handle._warn
 cdef object _make_error = None          # errors.make_error
-cdef object _is_finalizing = None       # sys.is_finalizing
 cdef object _SUCCESS_CODE = None        # CUresult.CUDA_SUCCESS
+
+
+cdef extern from *:
+    """
+    /* sys.is_finalizing() without the call (public as Py_IsFinalizing since 3.13). */
+    #if PY_VERSION_HEX >= 0x030D0000
+    #define cudriver_finalizing() Py_IsFinalizing()
+    #else
+    #define cudriver_finalizing() _Py_IsFinalizing()
+    #endif
+    """
+    int _finalizing "cudriver_finalizing"()
 
 
 def configure_releases():
     """Connect the release functions to ``_handle``; called by ``configure()``."""
-    global _may_release_now_py, _warn, _make_error, _is_finalizing, _SUCCESS_CODE
-    import sys
+    global _may_release_now_py, _warn, _make_error, _SUCCESS_CODE
     from cuda.bindings import driver as drv
     from cudriver import _handle, errors
     _may_release_now_py = _handle._may_release_now
     _warn = _handle._warn
     _make_error = errors.make_error
-    _is_finalizing = sys.is_finalizing
     _SUCCESS_CODE = drv.CUresult.CUDA_SUCCESS
 
 
@@ -1420,7 +1460,7 @@ cdef bint _free_async_now(State st) except -1:
     """
     rel = st.release
     if (type(rel) is not MemFreeAsync or _ACTIVE or cudriver_in_hostfn or st.pid != _PID
-            or st.handle is None or st.leases or st.dependants or st.pins or st.busy
+            or st.handle is None or _held(st)
             or (<MemFreeAsync>rel).used_on
             or (<HandleRoot>(<MemFreeAsync>rel).stream)._h is None
             or not _may_release_now()):
@@ -1440,7 +1480,7 @@ cdef int _release_state(State st, bint collected) except -1:
         return 0
     # Closing first, then the leases: see the pure implementation.
     st.closing = True
-    if st.leases or st.dependants or st.pins or st.busy:
+    if _held(st):
         return 0
     if collected or not _may_release_now():
         _DEFERRED.append(st)
@@ -1471,17 +1511,17 @@ cdef int _release(State st) except -1:
     on_release = st.on_release
     st.on_release = None
     try:
-        if type(rel) is MemFree and st.pid == _PID and not _is_finalizing():
+        if type(rel) is MemFree and st.pid == _PID and not _finalizing():
             # A plain buffer's free, without the Python call.
             code = (<MemFree>rel).free()
             if code != SUCCESS:
                 _warn(f"releasing a {st.kind} failed: {_make_error(_code(code), st.func)}")
-        elif (type(rel) is MemFreeAsync and st.pid == _PID and not _is_finalizing()
+        elif (type(rel) is MemFreeAsync and st.pid == _PID and not _finalizing()
                 and (<MemFreeAsync>rel).free(&code)):
             # A stream-ordered free with nothing to order it after, likewise.
             if code != SUCCESS:
                 _warn(f"releasing a {st.kind} failed: {_make_error(_code(code), st.func)}")
-        elif rel is not None and not _is_finalizing() and st.pid == _PID:
+        elif rel is not None and not _finalizing() and st.pid == _PID:
             try:
                 r = rel(handle)
             except Exception as exc:  # the driver or its library went away
@@ -1495,15 +1535,25 @@ cdef int _release(State st) except -1:
             except Exception as exc:
                 _warn(f"{st.kind} release hook failed: {exc!r}")
     finally:
-        # Dependencies go only after the handle: dependants are released first.
-        me = id(st)
-        for dep in st.deps:
-            d = <State?>dep
-            d.dependants.discard(me)
-            if (d.closing and not d.leases and not d.dependants and not d.pins
-                    and not d.busy and d.handle is not None):
-                _DEFERRED.append(d)
-                _wake()
-        st.deps = ()
-        st.keep = None
+        _drop_deps(st)
     return 0
+
+
+cdef int _drop_deps(State st) except -1:
+    # Dependencies go only after the handle: dependants are released first.
+    cdef State d
+    deps = st.deps
+    st.deps = ()
+    for dep in deps:
+        d = <State?>dep
+        d.dependants -= 1
+        if d.closing and d.handle is not None and not _held(d):
+            _DEFERRED.append(d)
+            _wake()
+    st.keep = None
+    return 0
+
+
+def drop_deps(state):
+    """Let ``state``'s dependencies go (the compiled ``_handle._drop_deps``)."""
+    _drop_deps(<State?>state)

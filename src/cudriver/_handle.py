@@ -156,6 +156,31 @@ if not TYPE_CHECKING and COMPILED:
     _State = _impl.core.State
 
 
+def held(state: _State) -> bool:
+    """Whether anything keeps ``state`` from being released: leases, dependants, pins."""
+    return bool(state.leases or state.dependants or state.pins or state.busy)
+
+
+def link(state: _State, dep: _State) -> None:
+    """Make ``dep`` outlive ``state``: its release waits until ``state``'s has run."""
+    dep.dependants.add(id(state))
+    state.deps = (*state.deps, dep)
+
+
+def unlink(state: _State, dep: _State) -> None:
+    """Undo :func:`link`; nothing if ``dep`` is not one of ``state``'s dependencies."""
+    if any(d is dep for d in state.deps):
+        state.deps = tuple([d for d in state.deps if d is not dep])
+        dep.dependants.discard(id(state))
+
+
+if not TYPE_CHECKING and COMPILED:
+    # The compiled state counts its dependants in C (see ``_core.State``).
+    held = _impl.core.held
+    link = _impl.core.link
+    unlink = _impl.core.unlink
+
+
 #: States whose release was deferred; see the module docstring.
 deferred: collections.deque[_State] = collections.deque()
 # Taken only to claim a state's handle (check and clear): never around a driver call,
@@ -182,7 +207,7 @@ def release_state(state: _State, *, collected: bool = False) -> None:
     # sees the closing flag and queues the release (queuing twice is harmless: the
     # release claims the handle once).
     state.closing = True
-    if state.leases or state.dependants or state.pins or state.busy:
+    if held(state):
         return
     if collected or not _may_release_now():
         deferred.append(state)
@@ -211,7 +236,7 @@ def drain() -> None:
             state = deferred.popleft()
         except IndexError:
             return
-        if state.leases or state.dependants or state.pins or state.busy:  # held again
+        if held(state):  # held again
             continue
         _release(state)
 
@@ -280,14 +305,7 @@ def _drop_deps(state: _State) -> None:
 
 def _queue_if_free(state: _State) -> None:
     """Queue ``state`` if it was closed and nothing holds it any more."""
-    if (
-        state.closing
-        and not state.leases
-        and not state.dependants
-        and not state.pins
-        and not state.busy
-        and state.handle is not None
-    ):
+    if state.closing and state.handle is not None and not held(state):
         deferred.append(state)
         wake()
 
@@ -437,6 +455,7 @@ if not TYPE_CHECKING and COMPILED:
     # The compiled core's versions: the same steps, without the Python frames.
     release_state = _impl.core.release_state
     _release = _impl.core.release
+    _drop_deps = _impl.core.drop_deps
 
 
 # -- the releasing thread ----------------------------------------------------------------

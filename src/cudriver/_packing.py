@@ -60,15 +60,23 @@ def _pack_pointer(size: int, ptr: Any, what: str, kernel: str, index: int) -> by
     return _PTR.pack(p)
 
 
-def _pack_int(size: int, value: int, kernel: str, index: int) -> bytes:
-    fmt = _INT_FMT.get(size)
+def _format(
+    table: dict[int, struct.Struct], size: int, what: str, value: Any, kernel: str, index: int
+) -> struct.Struct:
+    """The ``struct`` format for a Python ``what`` ("int", "float") of ``size`` bytes."""
+    fmt = table.get(size)
     if fmt is None:
-        _fail(
-            kernel,
-            index,
-            f"cannot pack the int {value} into a {size}-byte parameter: pass a numpy "
-            "scalar or ctypes value of that size",
+        hint = (
+            ": pass a numpy scalar or ctypes value of that size"
+            if what == "int"
+            else " (a float packs into 2, 4 or 8 bytes)"
         )
+        _fail(kernel, index, f"cannot pack the {what} {value!r} into a {size}-byte parameter{hint}")
+    return fmt
+
+
+def _pack_int(size: int, value: int, kernel: str, index: int) -> bytes:
+    fmt = _format(_INT_FMT, size, "int", value, kernel, index)
     bits = 8 * size
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     if not lo <= value <= hi:
@@ -82,14 +90,7 @@ def _pack_int(size: int, value: int, kernel: str, index: int) -> bytes:
 
 
 def _pack_float(size: int, value: float, kernel: str, index: int) -> bytes:
-    fmt = _FLOAT_FMT.get(size)
-    if fmt is None:
-        _fail(
-            kernel,
-            index,
-            f"cannot pack the float {value!r} into a {size}-byte parameter (a float "
-            "packs into 2, 4 or 8 bytes)",
-        )
+    fmt = _format(_FLOAT_FMT, size, "float", value, kernel, index)
     try:
         return fmt.pack(value)
     except OverflowError:

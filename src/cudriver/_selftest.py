@@ -346,6 +346,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def report_error(exc: CudaError) -> int:
+    """Print ``exc`` for the command line; return the exit status it means.
+
+    No driver or no device: :data:`EXIT_NO_DRIVER`; any other CUDA error:
+    :data:`EXIT_FAILED`.
+    """
+    print(f"cudriver: {exc}", file=sys.stderr)
+    if isinstance(exc, (DriverNotFoundError, NoDeviceError)):
+        return EXIT_NO_DRIVER
+    return EXIT_FAILED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the self-test; returns 0 when all checks passed, 1 if not, 3 without a driver.
 
@@ -358,12 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if Device.count() == 0:
             print("cudriver: the CUDA driver sees no device", file=sys.stderr)
             return EXIT_NO_DRIVER
-    except (DriverNotFoundError, NoDeviceError) as exc:
-        print(f"cudriver: {exc}", file=sys.stderr)
-        return EXIT_NO_DRIVER
     except CudaError as exc:
-        print(f"cudriver: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return report_error(exc)
     t = _Selftest(args.device)
     r = Runner()
     try:

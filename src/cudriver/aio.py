@@ -3,19 +3,21 @@
 :class:`Awaitable` is a base of :class:`~cudriver.Stream` and :class:`~cudriver.Event`;
 the documentation's asyncio page describes the design, its costs and its limits.
 
-No Python runs on the driver's thread: the host function is libc's ``sem_post`` (one
-argument, async-signal-safe, no GIL). Per event loop a :class:`Notifier` owns an unnamed
-POSIX semaphore in 64 bytes of C memory and a daemon waiter thread that blocks in
-``sem_timedwait`` through ctypes (without the GIL), takes every post waiting
-(``sem_trywait``) and asks the loop (``call_soon_threadsafe``, one at a time) to check
-its pending futures: each has an event of its own, recorded where its work ends, which
+No Python runs on the driver's thread: the host function is a C function of one
+argument that takes no GIL (see :mod:`cudriver._wakeup`): with the compiled core, one
+that adds 1 to a Linux ``eventfd`` the event loop watches (``add_reader``); otherwise
+libc's ``sem_post`` on an unnamed POSIX semaphore that a daemon waiter thread takes
+(``sem_timedwait`` without the GIL) before asking the loop (``call_soon_threadsafe``,
+one at a time) to check. Per event loop a :class:`Notifier` owns the channel, the waiter
+thread (which with an eventfd only sweeps: it wakes every :data:`SWEEP_SECONDS`) and
+the pending futures: each has an event of its own, recorded where its work ends, which
 the check queries (``cuEventQuery``). A stream's future: ``cuEventRecord`` on it, then
-``cuLaunchHostFunc(stream, sem_post, &sem)`` through libcuda. An event's future: an idle
+``cuLaunchHostFunc(stream, post, channel)`` through libcuda. An event's future: an idle
 private stream (per context) waits for the event (``cuStreamWaitEvent``), then the same.
 
 A check stops once it has resolved as many futures as posts arrived (each post follows
 its future's event on its stream). Queries run in ``RELAXED`` capture mode while a
-capture is open (:func:`capture.relaxed`). The semaphore is freed once every post has
+capture is open (:func:`capture.relaxed`). The channel is freed once every post has
 been taken (until then the notifier stays in ``_LIVE``). A closed or collected loop is
 noticed within :data:`SWEEP_SECONDS`; a forked child forgets the parent's notifiers.
 """
@@ -23,13 +25,10 @@ noticed within :data:`SWEEP_SECONDS`; a forked child forgets the parent's notifi
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import errno
 import functools
 import os
 import sys
 import threading
-import time
 import warnings
 import weakref
 from collections.abc import Generator
@@ -37,11 +36,11 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _handle, capture
+from . import _bindings, _handle, _wakeup, capture
 from ._bindings import SUCCESS
 from ._coerce import StreamBase
 from .device import Context, enter_context, leave_context
-from .errors import GUARD, CudaError, CudaWarning, NotSupportedError, StreamCaptureError, error_for
+from .errors import GUARD, CudaError, CudaWarning, StreamCaptureError, error_for
 
 __all__ = ["Awaitable", "shutdown", "PRIVATE_STREAMS", "SWEEP_SECONDS"]
 
@@ -65,123 +64,8 @@ _cuStreamIsCapturing = _drv.cuStreamIsCapturing
 PRIVATE_STREAMS = 32
 #: How often (seconds) a waiter with futures pending checks them all, and its loop.
 SWEEP_SECONDS = 0.5
-_SEM_BYTES = 64
 _SPARE_EVENTS = 256  # per context and loop
 _CLOSED = "the event loop is closed (or cudriver.aio.shutdown ran)"
-
-
-# -- the C library's semaphores ---------------------------------------------------------
-class _Timespec(ctypes.Structure):
-    _fields_ = (("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long))
-
-
-def _open_libc() -> Any:
-    """The C library, with errno kept by ctypes (``use_errno``)."""
-    if os.name != "posix":
-        raise OSError(errno.ENOSYS, f"{sys.platform} is not a POSIX system")
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _bind(lib: Any, name: str, restype: Any, *argtypes: Any) -> Any:
-    fn = getattr(lib, name)
-    fn.restype = restype
-    fn.argtypes = argtypes
-    return fn
-
-
-class Semaphores:
-    """libc's unnamed POSIX semaphores through ctypes, and ``sem_post``'s address.
-
-    The constructor makes and frees one, so ``sem_init`` failing (``ENOSYS``) refuses.
-    """
-
-    __slots__ = ("_alloc", "_destroy", "_free", "_init", "_post", "_timed", "_try", "post_address")
-
-    def __init__(self, lib: Any) -> None:
-        vp, i = ctypes.c_void_p, ctypes.c_int
-        self._init = _bind(lib, "sem_init", i, vp, i, ctypes.c_uint)
-        self._destroy = _bind(lib, "sem_destroy", i, vp)
-        self._post = _bind(lib, "sem_post", i, vp)
-        self._timed = _bind(lib, "sem_timedwait", i, vp, ctypes.POINTER(_Timespec))
-        self._try = _bind(lib, "sem_trywait", i, vp)
-        self._alloc = _bind(
-            lib, "posix_memalign", i, ctypes.POINTER(vp), ctypes.c_size_t, ctypes.c_size_t
-        )
-        self._free = _bind(lib, "free", None, vp)
-        addr = ctypes.cast(self._post, vp).value
-        if not addr:
-            raise OSError(errno.ENOSYS, "sem_post has no address")
-        #: The address of ``sem_post``: the host function every future enqueues.
-        self.post_address: int = addr
-        self.free(self.new())
-
-    def new(self) -> int:
-        """A new semaphore (value 0) in 64 bytes of C memory; its address."""
-        p = ctypes.c_void_p()
-        rc = self._alloc(ctypes.byref(p), _SEM_BYTES, _SEM_BYTES)
-        if rc or not p.value:
-            raise OSError(rc or errno.ENOMEM, f"posix_memalign failed: {os.strerror(rc)}")
-        ctypes.memset(p.value, 0, _SEM_BYTES)
-        if self._init(p.value, 0, 0):
-            e = ctypes.get_errno()
-            self._free(p.value)
-            raise OSError(e, f"sem_init failed: {os.strerror(e)}")
-        return p.value
-
-    def free(self, sem: int) -> None:
-        """Destroy ``sem`` and free its memory: only once no post can reach it."""
-        self._destroy(sem)
-        self._free(sem)
-
-    def post(self, sem: int) -> None:
-        """``sem_post`` from Python (a wake)."""
-        self._post(sem)
-
-    def take(self, sem: int, timeout: float) -> int:
-        """Wait up to ``timeout`` seconds for a post; take every post waiting; their number.
-
-        Blocks in ``sem_timedwait`` without the GIL; 0 when the time ran out.
-        """
-        t = time.time() + timeout
-        ts = _Timespec(int(t), int((t - int(t)) * 1e9))
-        while self._timed(sem, ctypes.byref(ts)):
-            e = ctypes.get_errno()
-            if e == errno.ETIMEDOUT:
-                return 0
-            if e != errno.EINTR:
-                raise OSError(e, f"sem_timedwait failed: {os.strerror(e)}")
-        n = 1
-        while True:
-            if self._try(sem) == 0:
-                n += 1
-            elif ctypes.get_errno() != errno.EINTR:
-                return n
-
-
-_API: Semaphores | None = None
-_API_ERROR: str | None = None
-
-
-def semaphores() -> Semaphores:
-    """The process's :class:`Semaphores`; :class:`~cudriver.NotSupportedError` without them."""
-    global _API, _API_ERROR
-    api = _API
-    if api is not None:
-        return api
-    with _registry_lock:
-        if _API is None and _API_ERROR is None:
-            try:
-                _API = Semaphores(_open_libc())
-            except (OSError, AttributeError, TypeError, ValueError) as exc:
-                _API_ERROR = str(exc) or type(exc).__name__
-        if _API is not None:
-            return _API
-        raise NotSupportedError(
-            _R.CUDA_ERROR_NOT_SUPPORTED,
-            "cudriver.aio",
-            "awaiting streams and events needs unnamed POSIX semaphores (sem_init, "
-            f"sem_post, sem_timedwait) from the C library, as Linux has: {_API_ERROR}",
-        )
 
 
 # -- a notifier per event loop ------------------------------------------------------------
@@ -220,11 +104,13 @@ class _PerContext:
 
 
 class Notifier:
-    """The semaphore, waiter thread and pending futures of one event loop.
+    """The channel, waiter thread and pending futures of one event loop.
 
     Counts: ``_expected`` posts will arrive (host functions enqueued, Python wakes),
     ``_consumed`` were taken; ``_credit`` is posts taken minus futures removed, so a
-    positive credit means at least that many pending futures are done.
+    positive credit means at least that many pending futures are done. With a channel
+    the loop reads (an eventfd), ``_reader`` says that the loop watches it: the waiter
+    then only sweeps, and takes the posts itself again once the loop is gone.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -233,8 +119,10 @@ class Notifier:
         self._pending: dict[_Item, None] = {}
         self._contexts: dict[int, _PerContext] = {}
         self._expected = self._consumed = self._credit = 0
-        self._scheduled = self._sweep = self._closing = False
-        self._sem = 0
+        self._scheduled = self._sweep = self._closing = self._reader = False
+        self._api = _wakeup.channel()
+        self._sem: int | None = None  # the channel's handle (semaphore address, descriptor)
+        self._tick = threading.Event()  # wakes a waiter that only sweeps
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
 
@@ -251,14 +139,16 @@ class Notifier:
             with self._lock:
                 if self._closing:
                     raise RuntimeError(_CLOSED)
-                if not self._sem:
-                    self._sem = semaphores().new()
+                if self._sem is None:
+                    self._sem = self._api.new()
                 self._pending[item] = None
                 self._expected += 1
                 if self._thread is None:
                     start = self._thread = threading.Thread(
                         target=self._run, name="cudriver-aio-waiter", daemon=True
                     )
+                    if self._api.loop_reads:  # the loop watches the eventfd
+                        self._loop_call(self._add_reader)
         except BaseException:
             fut.remove_done_callback(item)
             raise
@@ -291,7 +181,7 @@ class Notifier:
 
     def enqueue(self, loop: Any, ctx: Context, stream_h: Any, order: int | None) -> _Item:
         """Record an event on ``stream_h``, then ``sem_post`` there; the future's item."""
-        api = semaphores()
+        api = self._api
         call = _bindings.launch_host_func()
         res, ev = self._event(ctx)
         try:
@@ -302,7 +192,7 @@ class Notifier:
         except BaseException:
             _release(_cuEventDestroy, ev, "event")
             raise
-        code = call(int(stream_h), api.post_address, self._sem)
+        code = call(int(stream_h), api.post_address, self._sem or 0)
         if code:
             self.unwatch(item)
             raise error_for(code, call)
@@ -323,14 +213,7 @@ class Notifier:
             res = self._context(ctx)
             if res.events:
                 return res, res.events.pop()
-        pushed = enter_context(ctx._closed_check(), ctx._key)
-        try:
-            r = _cuEventCreate(_DISABLE_TIMING)
-        finally:
-            leave_context(pushed)
-        if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuEventCreate)
-        return res, r[1]
+        return res, _create(ctx, _cuEventCreate, _DISABLE_TIMING)
 
     def private_stream(self, ctx: Context) -> tuple[_PerContext, int]:
         """An idle private stream of ``ctx`` (made while fewer than the limit).
@@ -347,19 +230,13 @@ class Notifier:
             if len(res.streams) >= PRIVATE_STREAMS:
                 res.turn = (res.turn + 1) % len(res.streams)
                 return res, res.turn
-        pushed = enter_context(ctx._closed_check(), ctx._key)
-        try:
-            r = _cuStreamCreate(_NON_BLOCKING)
-        finally:
-            leave_context(pushed)
-        if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuStreamCreate)
+        h = _create(ctx, _cuStreamCreate, _NON_BLOCKING)
         with self._lock:
             if not self._closing:
-                res.streams.append(r[1])
+                res.streams.append(h)
                 res.last.append(None)
                 return res, len(res.streams) - 1
-        _release(_cuStreamDestroy, r[1], "private stream")
+        _release(_cuStreamDestroy, h, "private stream")
         raise RuntimeError(_CLOSED)
 
     def _finish(self, item: _Item) -> None:
@@ -459,10 +336,17 @@ class Notifier:
             raise
 
     def _wait(self) -> None:
-        api = semaphores()
+        api = self._api
         sem = self._sem
+        assert sem is not None
+        seen = 0  # posts taken as of the last pass (by the loop, when it reads)
         while True:
-            n = api.take(sem, SWEEP_SECONDS)
+            if self._reader:  # the loop takes the posts: sweep only
+                n = 0
+                self._tick.wait(SWEEP_SECONDS)
+                self._tick.clear()
+            else:
+                n = api.take(sem, SWEEP_SECONDS)
             dropped: list[_Item] = []
             with self._lock:
                 self._consumed += n
@@ -470,9 +354,11 @@ class Notifier:
                 loop = self._loop()
                 if not self._closing and (loop is None or loop.is_closed()):
                     dropped = self._close_locked()
+                    self._reader = False  # its selector is gone: the waiter takes the posts
                 schedule = False
+                quiet, seen = self._consumed == seen, self._consumed
                 if not self._closing and self._pending:
-                    if not n:
+                    if quiet:  # no post for a whole period: check every pending future
                         self._sweep = True
                     if not self._scheduled:
                         schedule = self._scheduled = True
@@ -483,6 +369,7 @@ class Notifier:
                 except RuntimeError:  # closed meanwhile
                     with self._lock:
                         dropped = self._close_locked()
+                        self._reader = False
                         retire = self._consumed >= self._expected
             del loop  # the waiter must not keep the loop alive
             for item in dropped:
@@ -490,6 +377,58 @@ class Notifier:
             if retire:
                 self._retire()
                 return
+
+    # -- an eventfd the loop reads ----------------------------------------------------------
+    def _loop_call(self, fn: Any) -> None:
+        # Caller holds _lock. A closed loop is noticed by the waiter's next sweep.
+        loop = self._loop()
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(fn)
+            except RuntimeError:
+                pass
+
+    def _add_reader(self) -> None:
+        """Have the loop watch the eventfd (runs on the loop's thread)."""
+        loop = self._loop()
+        with self._lock:
+            if self._closing or self._sem is None or loop is None or loop.is_closed():
+                return
+            loop.add_reader(self._sem, self._readable)
+            self._reader = True
+
+    def _readable(self) -> None:
+        """Posts arrived: take them and check at once (the loop's thread)."""
+        sem = self._sem
+        n = self._api.take(sem, 0) if sem is not None else 0
+        if not n:
+            return
+        with self._lock:
+            self._consumed += n
+            self._credit += n
+            retire = self._closing and self._consumed >= self._expected
+        if retire:
+            self._tick.set()
+        else:
+            self.check()
+
+    def _drop_reader(self, loop: Any) -> None:
+        """Stop the loop watching the eventfd, on its thread or once it is closed.
+
+        From another thread a live loop keeps reading (its selector is not shared
+        safely), and the waiter retires when the loop has taken the last post.
+        """
+        alive = loop is not None and not loop.is_closed()
+        if alive and asyncio._get_running_loop() is not loop:
+            return
+        with self._lock:
+            reader, self._reader = self._reader, False
+        if reader and alive:
+            try:
+                loop.remove_reader(self._sem)
+            except Exception:  # the loop is closing: its selector goes with it
+                pass
+        self._tick.set()  # the waiter takes the posts from now on
 
     # -- closing --------------------------------------------------------------------------
     def _close_locked(self) -> list[_Item]:
@@ -508,7 +447,9 @@ class Notifier:
             if wake:
                 self._expected += 1
         if wake:
-            semaphores().post(self._sem)
+            if self._api.loop_reads:
+                self._drop_reader(self._loop())
+            self._api.post(self._sem)  # type: ignore[arg-type]
         for item in items:
             item.fut.remove_done_callback(item)
             if cancel and not item.fut.done():
@@ -524,14 +465,26 @@ class Notifier:
                 del _BY_LOOP[loop]
             del loop
         with self._lock:
-            sem, self._sem = self._sem, 0
+            sem, self._sem = self._sem, None
+            reader, self._reader = self._reader, False
             kept = list(self._contexts.values())
             self._contexts.clear()
             self._thread = None
         if os.getpid() != self._pid or GUARD.forked:
             return
-        if sem:
-            semaphores().free(sem)
+        if sem is not None:
+            loop = self._loop()
+            if reader and loop is not None and not loop.is_closed():
+                # Still watched by a live loop: the descriptor is closed there, after it
+                # is unregistered (a closed number could be reused under the watch).
+                try:
+                    loop.call_soon_threadsafe(self._close_watched, loop, sem)
+                    sem = None
+                except RuntimeError:
+                    pass
+            del loop
+            if sem is not None:
+                self._api.free(sem)
         for res in kept:  # no future is left: every event and stream is idle
             for ev in res.events:
                 _release(_cuEventDestroy, ev, "event")
@@ -546,7 +499,26 @@ class Notifier:
         self._pending.clear()
         self._contexts.clear()
         self._thread = None
-        self._sem = 0
+        self._sem = None
+        self._reader = False
+
+    def _close_watched(self, loop: Any, fd: int) -> None:
+        try:
+            loop.remove_reader(fd)
+        finally:
+            self._api.free(fd)
+
+
+def _create(ctx: Context, fn: Any, flags: int) -> Any:
+    """``fn(flags)`` (``cuEventCreate`` or ``cuStreamCreate``) in ``ctx``; the new handle."""
+    pushed = enter_context(ctx._closed_check(), ctx._key)
+    try:
+        r = fn(flags)
+    finally:
+        leave_context(pushed)
+    if r[0] is not SUCCESS:
+        raise error_for(r[0], fn)
+    return r[1]
 
 
 def _release(fn: Any, h: Any, what: str) -> None:
@@ -628,7 +600,7 @@ def _begin(obj: Any, loop: Any) -> tuple[Any, Any]:
     if getattr(obj, "_h", None) is None:  # closed (or never opened)
         obj._raise_closed()
     loop = _loop_arg(loop)
-    semaphores()
+    _wakeup.channel()
     if GUARD.armed:
         GUARD.check()
     return loop, _handle.pin(obj)
@@ -694,10 +666,11 @@ class Awaitable:
         completed; an event already complete gives a future already done.
 
         No driver call synchronises: a stream's ``cuStreamIsCapturing``,
-        ``cuEventRecord``, ``cuLaunchHostFunc`` (of libc's ``sem_post``: no Python on the
-        driver's thread); an event's ``cuEventQuery``, then on an idle private stream
-        ``cuStreamWaitEvent``, ``cuEventRecord``, ``cuLaunchHostFunc``
-        (``cuEventCreate`` with no spare event). Resolving: a ``cuEventQuery``.
+        ``cuEventRecord``, ``cuLaunchHostFunc`` (of a C function that posts the loop's
+        channel, an eventfd or a semaphore: no Python on the driver's thread); an
+        event's ``cuEventQuery``, then on an idle private stream ``cuStreamWaitEvent``,
+        ``cuEventRecord``, ``cuLaunchHostFunc`` (``cuEventCreate`` with no spare
+        event). Resolving: a ``cuEventQuery``.
 
         Parameters
         ----------

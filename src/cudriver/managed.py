@@ -27,14 +27,11 @@ from . import _bindings, capture
 from ._bindings import DEVICE_CPU, SUCCESS
 from ._coerce import (
     StreamLike,
-    dtype_arg,
     nbytes_arg,
-    nbytes_of,
-    shape_arg,
     stream_handle,
     typed_shape,
 )
-from ._copy import HostBytes, fill_new, host_source
+from ._copy import HostBytes, fill_new, host_source, new_typed
 from ._enums import DeviceAttribute, MemAdvise, MemAttach
 from ._handle import pinned
 from ._ordered import LEGACY as _LEGACY
@@ -285,12 +282,7 @@ class ManagedBuffer(DeviceBuffer):
         """
         if stream is not None:
             raise ValueError("stream: managed memory is not allocated in stream order")
-        shp = shape_arg(shape)
-        dt = dtype_arg(dtype)
-        buf = cls(nbytes_of(shp, dt), attach=attach, context=context)
-        buf._dtype = dt
-        buf._shape = shp
-        return buf
+        return new_typed(functools.partial(cls, attach=attach, context=context), shape, dtype)
 
     # -- views --------------------------------------------------------------------------
     def view(self, offset: int = 0, nbytes: int | None = None) -> ManagedBuffer:

@@ -23,12 +23,9 @@ from ._coerce import (
     DeviceMemory,
     PoolBase,
     StreamLike,
-    dtype_arg,
     handle_arg,
     int_arg,
     nbytes_arg,
-    nbytes_of,
-    shape_arg,
     typed_shape,
 )
 from ._copy import (
@@ -37,6 +34,7 @@ from ._copy import (
     fill_args,
     fill_new,
     host_source,
+    new_typed,
     operand,
 )
 from ._handle import Lease, pinned
@@ -302,12 +300,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         Like the constructor (``cuMemAlloc`` / ``cuMemAllocAsync``); the buffer
         remembers dtype and shape.
         """
-        shp = shape_arg(shape)
-        dt = dtype_arg(dtype)
-        buf = cls(nbytes_of(shp, dt), stream=stream, context=context)
-        buf._dtype = dt
-        buf._shape = shp
-        return buf
+        return new_typed(functools.partial(cls, stream=stream, context=context), shape, dtype)
 
     @classmethod
     def from_handle(
@@ -524,16 +517,19 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         ClosedError
             This buffer or ``src`` is closed.
         """
-        dst = self._h
-        if dst is None:
-            self._raise_closed()
-        on_dev, addr, n, keep, other = operand(src, writable=False, role="src")
-        if n != self._nbytes:
-            raise ValueError(
-                f"size mismatch: src has {n} bytes, this DeviceBuffer has {self._nbytes}"
-            )
+        dst = self._closed_check()
+        on_dev, addr, n, keep, other = self._operand(src, "src")
         copy = _cuMemcpyDtoDAsync if on_dev else _cuMemcpyHtoDAsync
         self._enqueue(stream, other, keep, copy, dst, addr, n)
+
+    def _operand(self, x: Any, role: str) -> tuple[bool, int, int, Any, int | None]:
+        """``operand(x)`` (the other side of a copy), checked to be this buffer's size."""
+        on_dev, addr, n, keep, other = operand(x, writable=role == "out", role=role)
+        if n != self._nbytes:
+            raise ValueError(
+                f"size mismatch: {role} has {n} bytes, this {self._kind} has {self._nbytes}"
+            )
+        return on_dev, addr, n, keep, other
 
     @pinned
     def _enqueue(
@@ -578,25 +574,9 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         ClosedError
             This buffer or ``out`` is closed.
         """
-        src = self._h
-        if src is None:
-            self._raise_closed()
-        if out is None:
-            result: Any = np.empty(self.shape, dtype=self.dtype)
-            on_dev, addr, n, keep, other = (
-                False,
-                int(result.__array_interface__["data"][0]),
-                self._nbytes,
-                result,
-                None,
-            )
-        else:
-            result = out
-            on_dev, addr, n, keep, other = operand(out, writable=True, role="out")
-            if n != self._nbytes:
-                raise ValueError(
-                    f"size mismatch: out has {n} bytes, this DeviceBuffer has {self._nbytes}"
-                )
+        src = self._closed_check()
+        result: Any = np.empty(self.shape, dtype=self.dtype) if out is None else out
+        on_dev, addr, n, keep, other = self._operand(result, "out")
         copy = _cuMemcpyDtoDAsync if on_dev else _cuMemcpyDtoHAsync
         self._enqueue(stream, other, keep, copy, addr, src, n)
         return result

@@ -20,7 +20,7 @@ from ._bindings import SUCCESS
 from ._coerce import PoolBase, handle_arg, nbytes_arg, uint_arg
 from ._enums import MemAccess
 from ._handle import _queue_if_free as queue_if_free
-from ._handle import _warn, pinned
+from ._handle import _warn, link, pinned, unlink
 from .device import Context, Device, call_in_context, current_or_default, kept_primary
 from .errors import checked, make_error
 from .memory import DeviceBuffer
@@ -89,8 +89,7 @@ class _Destroy:
                 self._forget_idle()
             me = self.state
             streams[id(st)] = st
-            st.dependants.add(id(me))
-            me.deps = (*me.deps, st)
+            link(me, st)
 
     def _forget_idle(self) -> None:
         """Let the closed streams whose work has all run be destroyed now."""
@@ -100,8 +99,7 @@ class _Destroy:
             if h is None or not st.closing or _cuStreamQuery(h)[0] is not SUCCESS:
                 continue
             del self.streams[k]
-            me.deps = tuple([d for d in me.deps if d is not st])
-            st.dependants.discard(id(me))
+            unlink(me, st)
             queue_if_free(st)
 
     def __call__(self, handle: Any) -> Any:
