@@ -156,10 +156,7 @@ class Eventfds:
     def take(self, fd: int, timeout: float) -> int:
         """Wait up to ``timeout`` seconds (0: not at all) for posts; take them; their number."""
         if timeout > 0:
-            try:
-                select.select([fd], [], [], timeout)
-            except InterruptedError:  # pragma: no cover - retried by select since 3.5
-                pass
+            select.select([fd], [], [], timeout)  # retried on EINTR by Python (PEP 475)
         try:
             return os.eventfd_read(fd)
         except BlockingIOError:

@@ -419,7 +419,7 @@ class Notifier:
         safely), and the waiter retires when the loop has taken the last post.
         """
         alive = loop is not None and not loop.is_closed()
-        if alive and asyncio._get_running_loop() is not loop:
+        if alive and not _on_loop_thread(loop):
             return
         with self._lock:
             reader, self._reader = self._reader, False
@@ -507,6 +507,14 @@ class Notifier:
             loop.remove_reader(fd)
         finally:
             self._api.free(fd)
+
+
+def _on_loop_thread(loop: Any) -> bool:
+    """Whether ``loop`` is the loop running in this thread."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:  # no loop runs here
+        return False
 
 
 def _create(ctx: Context, fn: Any, flags: int) -> Any:
