@@ -12,7 +12,9 @@ Nanoseconds per buffer (median of ``--repeats``), 1 MiB on one stream, for:
 * ``DeviceBuffer(n, stream=s).close()``, and its two halves timed apart (the
   constructor for ``--calls`` buffers, then their ``close()``);
 * ``DeviceBuffer(n, stream=s)`` dropped without ``close()`` (the deallocator frees);
-* the same three for a ``MemoryPool`` (``cuMemAllocFromPoolAsync``).
+* the same three for a ``MemoryPool`` (``cuMemAllocFromPoolAsync``);
+* first, the synchronous pair (``cuMemAlloc`` + ``cuMemFree``): raw, the floor,
+  and ``DeviceBuffer(n).close()``.
 
 The garbage collector is off while timing, as in the overhead benchmark.
 """
@@ -53,6 +55,22 @@ class _Floor:
             raise RuntimeError(r[0])
 
 
+class _SyncFloor:
+    """The same floor for ``cuMemAlloc``/``cuMemFree``."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, n: int) -> None:
+        r = drv.cuMemAlloc(n)
+        if r[0] is not _SUCCESS:
+            raise RuntimeError(r[0])
+        self.ptr = r[1]
+
+    def close(self) -> None:
+        if drv.cuMemFree(self.ptr)[0] is not _SUCCESS:
+            raise RuntimeError("free")
+
+
 def _median(fn: Callable[[int], float], calls: int, repeats: int) -> float:
     fn(max(1, calls // 10))  # warm-up
     return float(statistics.median(fn(calls) for _ in range(repeats)))
@@ -85,6 +103,30 @@ def main(argv: list[str] | None = None) -> int:
         t0 = clock()
         for _ in range(n):
             _Floor(N, h).close()
+        return (clock() - t0) / n
+
+    def raw_sync(n: int) -> float:
+        alloc, free = drv.cuMemAlloc, drv.cuMemFree
+        t0 = clock()
+        for _ in range(n):
+            r = alloc(N)
+            if r[0] is not _SUCCESS:
+                raise RuntimeError(r[0])
+            if free(r[1])[0] is not _SUCCESS:
+                raise RuntimeError("free")
+        return (clock() - t0) / n
+
+    def floor_sync(n: int) -> float:
+        t0 = clock()
+        for _ in range(n):
+            _SyncFloor(N).close()
+        return (clock() - t0) / n
+
+    def plain(n: int) -> float:
+        make = cu.DeviceBuffer
+        t0 = clock()
+        for _ in range(n):
+            make(N).close()
         return (clock() - t0) / n
 
     def both(**kw: object) -> Callable[[int], float]:
@@ -139,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()
     try:
         rows = {
+            "raw cuMemAlloc + cuMemFree": _median(raw_sync, args.calls, args.repeats),
+            "floor: the same over cuMemAlloc": _median(floor_sync, args.calls, args.repeats),
+            "DeviceBuffer(n).close()": _median(plain, args.calls, args.repeats),
             "raw cuMemAllocAsync + cuMemFreeAsync": _median(raw, args.calls, args.repeats),
             "floor: __slots__ object over the bindings": _median(floor, args.calls, args.repeats),
             "DeviceBuffer(n, stream=s).close()": _median(both(), args.calls, args.repeats),

@@ -335,6 +335,86 @@ def test_prepared_launch_after_its_buffer_closed_never_hits_another_buffer() -> 
 
 
 @pytest.mark.gpu
+def test_buffer_closed_during_its_own_launch_is_released_after_it() -> None:
+    # A close() that lands while a launch is using the buffer (here: from the launch's
+    # own bookkeeping, the last step before the launch lets go) must wait for it.
+    run_isolated(
+        """
+        from cudriver import _handle
+        make_current()
+        (spin,) = kernels("spin_fill")
+        s = cu.Stream(non_blocking=True)
+        n = 1 << 16
+        seen = []
+
+        class Closing(cu.DeviceBuffer):
+            def _note_use(self, stream):
+                st = self._state
+                self.close()
+                seen.append(st.handle is not None)  # still allocated: pinned
+                super()._note_use(stream)
+
+        for ordered in (False, True):
+            buf = Closing(4 * n, stream=cu.Stream() if ordered else None)
+            st = buf._state
+            buf.fill(0)
+            if ordered:
+                buf.stream.synchronize()
+            spin.launch(s, n // 256, 256, buf, np.uint32(5), n, 1 << 22)
+            assert buf.closed and seen == [True] * len(seen) and seen, seen
+            assert st.handle is None  # released once the launch let go
+            s.synchronize()  # the kernel ran on memory still allocated: no fault
+        assert _handle.pending_releases() == 0
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_buffers_closed_while_another_thread_launches_on_them() -> None:
+    run_isolated(
+        """
+        import time
+        make_current()
+        (fill,) = kernels("fill")
+        s = cu.Stream(non_blocking=True)
+        n = 1 << 16
+        errors = []
+        for i in range(40):
+            buf = cu.DeviceBuffer(4 * n)
+            stop = threading.Event()
+
+            def run(buf=buf, stop=stop):
+                launched = 0
+                try:
+                    while not stop.is_set():
+                        fill.launch(s, n // 256, 256, buf, np.uint32(i), n)
+                        launched += 1
+                except cu.ClosedError as exc:
+                    if "DeviceBuffer is closed" not in str(exc):
+                        errors.append(repr(exc))
+                except BaseException as exc:
+                    errors.append(repr(exc))
+
+            t = threading.Thread(target=run)
+            t.start()
+            time.sleep(0.001 * (i % 5))
+            buf.close()
+            stop.set()
+            t.join(30)
+            assert not t.is_alive()
+            fresh = cu.DeviceBuffer(4 * n)  # may take the freed address: must stay 0
+            fresh.fill(0)
+            s.synchronize()
+            assert (fresh.copy_to() == 0).all()
+            fresh.close()
+        assert not errors, errors
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
 def test_a_view_in_a_prepared_launch_keeps_its_buffer_allocated() -> None:
     run_isolated(
         """

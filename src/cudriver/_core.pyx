@@ -798,11 +798,15 @@ cdef inline bint _dim3(object v, unsigned int* out) except -1:
     return True
 
 
-cdef inline int _pack(object items, tuple args, char* buf, void** ptrs, Py_ssize_t total) except -1:
+cdef inline int _pack(object items, tuple args, char* buf, void** ptrs, Py_ssize_t total,
+                      PyObject** held, Py_ssize_t* nheld) except -1:
     """Pack ``args`` into ``buf`` by ``items`` (index, size, offset).
 
     Returns 0 when something needs the pure packer, 1 when done, 2 when done and a
-    cudriver device buffer is among the arguments.
+    cudriver device buffer is among the arguments. Each such buffer is pinned as its
+    address is read (check, read and pin with no Python code between them), its state
+    stored with a new reference in ``held`` (``nheld`` counts them, whatever the
+    outcome): the caller ends the pins with :func:`_unpin_held`.
     """
     cdef Py_ssize_t i, s, o
     cdef int res = 1
@@ -843,12 +847,34 @@ cdef inline int _pack(object items, tuple args, char* buf, void** ptrs, Py_ssize
             r = <HandleRoot>v
             if r._h is None:
                 return 0
+            pinned = _pin(v)
+            if pinned is not None:
+                Py_INCREF(pinned)
+                held[nheld[0]] = <PyObject*>pinned
+                nheld[0] += 1
             (<uint64_t*>(buf + o))[0] = <uint64_t>r._key
             res = 2
         else:
             return 0
         ptrs[i] = buf + o
     return res
+
+
+cdef int _unpin_held(PyObject** held, Py_ssize_t n) except -1:
+    """End the pins :func:`_pack` took (every one, even if a release raises)."""
+    cdef Py_ssize_t i
+    err = None
+    for i in range(n):
+        st = <object>held[i]
+        Py_XDECREF(held[i])
+        try:
+            _unpin(st)
+        except BaseException as exc:
+            if err is None:
+                err = exc
+    if err is not None:
+        raise err
+    return 0
 
 
 cdef class KernelCore(HandleRoot):
@@ -866,6 +892,8 @@ cdef class KernelCore(HandleRoot):
         cdef void** params = NULL
         cdef int packed = 1
         cdef Py_ssize_t n
+        cdef PyObject* held[MAX_PARAMS]
+        cdef Py_ssize_t nheld = 0
         cdef object attrs = None
         if config is not None:
             attrs = _config_attrs(config)
@@ -883,8 +911,16 @@ cdef class KernelCore(HandleRoot):
         if n:
             if n > MAX_PARAMS or lay.total > MAX_PARAM_BYTES:
                 return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
-            packed = _pack(lay.items, args, <char*>storage, ptrs, MAX_PARAM_BYTES)
+            # The buffers among the arguments stay pinned until this launch's use is
+            # noted (a close() on another thread then releases after it).
+            try:
+                packed = _pack(lay.items, args, <char*>storage, ptrs, MAX_PARAM_BYTES,
+                               held, &nheld)
+            except BaseException:
+                _unpin_held(held, nheld)
+                raise
             if not packed:
+                _unpin_held(held, nheld)
                 return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
             params = ptrs
         shmem = shared_mem
@@ -898,17 +934,23 @@ cdef class KernelCore(HandleRoot):
         else:
             with nogil:
                 st = p_launch(f, g[0], g[1], g[2], b[0], b[1], b[2], shmem, <void*>s, params, NULL)
-        _unpin(pin2)
-        _unpin(pin)
-        if st != SUCCESS:
-            raise self._launch_error(
-                _code(st), (g[0], g[1], g[2]), (b[0], b[1], b[2]), shmem, config if attrs else None
-            )
-        if packed == 2:
-            key = <object>s
-            for a in args:
-                if isinstance(a, _DeviceMemory):
-                    a._note_use(key)
+        try:
+            if st != SUCCESS:
+                raise self._launch_error(
+                    _code(st), (g[0], g[1], g[2]), (b[0], b[1], b[2]), shmem,
+                    config if attrs else None
+                )
+            if packed == 2:
+                key = <object>s
+                for a in args:
+                    if isinstance(a, _DeviceMemory):
+                        a._note_use(key)
+        finally:
+            try:
+                _unpin_held(held, nheld)
+            finally:
+                _unpin(pin2)
+                _unpin(pin)
 
 
 cdef object _config_attrs(config):

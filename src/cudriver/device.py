@@ -23,6 +23,7 @@ from cuda.bindings import driver as _drv
 from typing_extensions import Self
 
 from . import _bindings, _handle, _hostfn
+from . import driver as _cd
 from ._bindings import SUCCESS
 from ._coerce import handle_arg, int_arg, uint_arg
 from ._enums import ContextFlags, DeviceAttribute, Limit
@@ -41,27 +42,7 @@ __all__ = [
     "call_in_context",
 ]
 
-_cuDeviceGet = checked(_drv.cuDeviceGet)
-_cuDeviceGetCount = checked(_drv.cuDeviceGetCount)
-_cuDeviceGetName = checked(_drv.cuDeviceGetName)
-_cuDeviceGetUuid = checked(_drv.cuDeviceGetUuid)
-_cuDeviceGetPCIBusId = checked(_drv.cuDeviceGetPCIBusId)
-_cuDeviceTotalMem = checked(_drv.cuDeviceTotalMem)
-_cuDeviceGetAttribute = checked(_drv.cuDeviceGetAttribute)
-_cuDeviceCanAccessPeer = checked(_drv.cuDeviceCanAccessPeer)
-_cuDevicePrimaryCtxRetain = checked(_drv.cuDevicePrimaryCtxRetain)
 _cuCtxCreate = checked(_bindings.ctx_create, name="cuCtxCreate")
-_cuCtxSetCurrent = checked(_drv.cuCtxSetCurrent)
-_cuCtxPush = checked(_drv.cuCtxPushCurrent)
-_cuCtxPop = checked(_drv.cuCtxPopCurrent)
-_cuCtxGetCurrentChecked = checked(_drv.cuCtxGetCurrent)
-_cuCtxGetDevice = checked(_drv.cuCtxGetDevice)
-_cuCtxGetApiVersion = checked(_drv.cuCtxGetApiVersion)
-_cuCtxGetStreamPriorityRange = checked(_drv.cuCtxGetStreamPriorityRange)
-_cuCtxSynchronize = checked(_drv.cuCtxSynchronize)
-_cuCtxGetLimit = checked(_drv.cuCtxGetLimit)
-_cuCtxSetLimit = checked(_drv.cuCtxSetLimit)
-_cuMemGetInfo = checked(_drv.cuMemGetInfo)
 
 # Unchecked: the current-context test runs on hot paths and in releases.
 _cuCtxGetCurrent = _drv.cuCtxGetCurrent
@@ -202,7 +183,7 @@ class Device:
             if dev is None:
                 dev = object.__new__(cls)
                 dev._ordinal = ordinal
-                dev._h = _cuDeviceGet(ordinal)
+                dev._h = _cd.cuDeviceGet(ordinal)
                 dev._name = None
                 dev._attrs = {}
                 cls._cache[ordinal] = dev
@@ -212,7 +193,7 @@ class Device:
     def count() -> int:
         """Number of CUDA devices (``cuDeviceGetCount``; initialises the driver)."""
         init()
-        return int(_cuDeviceGetCount())
+        return int(_cd.cuDeviceGetCount())
 
     @classmethod
     def all(cls) -> list[Device]:
@@ -236,14 +217,14 @@ class Device:
     def name(self) -> str:
         """The device's name (``cuDeviceGetName``; cached)."""
         if self._name is None:
-            raw = _cuDeviceGetName(256, self._h)
+            raw = _cd.cuDeviceGetName(256, self._h)
             self._name = bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
         return self._name
 
     @property
     def uuid(self) -> _uuid.UUID:
         """The device's UUID (``cuDeviceGetUuid``)."""
-        raw = _cuDeviceGetUuid(self._h).bytes
+        raw = _cd.cuDeviceGetUuid(self._h).bytes
         if isinstance(raw, str):  # older bindings return a str of the bytes
             raw = raw.encode("latin-1")
         return _uuid.UUID(bytes=bytes(raw)[:16])
@@ -251,7 +232,7 @@ class Device:
     @property
     def pci_bus_id(self) -> str:
         """The PCI bus id, ``"0000:18:00.0"`` (``cuDeviceGetPCIBusId``)."""
-        return bytes(_cuDeviceGetPCIBusId(64, self._h)).split(b"\0", 1)[0].decode()
+        return bytes(_cd.cuDeviceGetPCIBusId(64, self._h)).split(b"\0", 1)[0].decode()
 
     @property
     def compute_capability(self) -> ComputeCapability:
@@ -269,7 +250,7 @@ class Device:
     @property
     def total_memory(self) -> int:
         """Total device memory in bytes (``cuDeviceTotalMem``)."""
-        return int(_cuDeviceTotalMem(self._h))
+        return int(_cd.cuDeviceTotalMem(self._h))
 
     @property
     def multiprocessor_count(self) -> int:
@@ -287,7 +268,7 @@ class Device:
         key = attr if type(attr) is int else int_arg(attr, "attr")
         v = self._attrs.get(key)
         if v is None:
-            v = self._attrs[key] = int(_cuDeviceGetAttribute(_attr_value(key), self._h))
+            v = self._attrs[key] = int(_cd.cuDeviceGetAttribute(_attr_value(key), self._h))
         return v
 
     def primary_context(self) -> Context:
@@ -296,14 +277,14 @@ class Device:
         The returned :class:`Context` releases its retain on ``close()`` or collection
         (``cuDevicePrimaryCtxRelease``). It is not made current.
         """
-        return Context._new(_cuDevicePrimaryCtxRetain(self._h), self, primary=True, owned=True)
+        return Context._new(_cd.cuDevicePrimaryCtxRetain(self._h), self, primary=True, owned=True)
 
     def can_access_peer(self, other: Device | int) -> bool:
         """Whether this device can map ``other``'s memory (``cuDeviceCanAccessPeer``)."""
         peer = Device(other) if not isinstance(other, Device) else other
         if peer is self:
             return False
-        return bool(_cuDeviceCanAccessPeer(self._h, peer._h))
+        return bool(_cd.cuDeviceCanAccessPeer(self._h, peer._h))
 
     def enable_peer_access(self, other: Device | int) -> None:
         """Let kernels and copies on this device use ``other``'s memory.
@@ -422,7 +403,7 @@ class Context(Handle):
         f = uint_arg(flags, "flags", 32)
         ctx = cls._new(_cuCtxCreate(f, dev.handle), dev, primary=False, owned=True)
         try:
-            _cuCtxPop()
+            _cd.cuCtxPopCurrent()
         except BaseException:  # pragma: no cover - the driver just pushed it
             ctx.close()
             raise
@@ -444,7 +425,7 @@ class Context(Handle):
         The result is borrowed: closing it does not release anything.
         """
         init()
-        h = _cuCtxGetCurrentChecked()
+        h = _cd.cuCtxGetCurrent()
         if int(h) == _NULL:
             return None
         return cls._new(h, None, primary=False, owned=False)
@@ -458,18 +439,18 @@ class Context(Handle):
         made current through :meth:`set_current`, so
         ``dev.primary_context().set_current()`` does not release the context at once.
         """
-        _cuCtxSetCurrent(self.handle)
+        _cd.cuCtxSetCurrent(self.handle)
         _thread_current.ctx = self
 
     @pinned
     def push(self) -> None:
         """Push this context on the calling thread's stack (``cuCtxPushCurrent``)."""
-        _cuCtxPush(self.handle)
+        _cd.cuCtxPushCurrent(self.handle)
 
     @staticmethod
     def pop() -> None:
         """Pop the calling thread's current context (``cuCtxPopCurrent``)."""
-        _cuCtxPop()
+        _cd.cuCtxPopCurrent()
 
     def __enter__(self) -> Self:
         self.push()
@@ -488,7 +469,7 @@ class Context(Handle):
         """The context's device (``cuCtxGetDevice`` on first use)."""
         if self._device is None:
             with self._scope():
-                dev = _cuCtxGetDevice()
+                dev = _cd.cuCtxGetDevice()
             self._device = Device(int(dev))
         return self._device
 
@@ -501,7 +482,7 @@ class Context(Handle):
     @pinned
     def api_version(self) -> int:
         """The context's API version (``cuCtxGetApiVersion``)."""
-        return int(_cuCtxGetApiVersion(self.handle))
+        return int(_cd.cuCtxGetApiVersion(self.handle))
 
     @property
     def stream_priority_range(self) -> tuple[int, int]:
@@ -510,7 +491,7 @@ class Context(Handle):
         Numerically lower values are higher priorities: greatest is e.g. ``-5``.
         """
         with self._scope():
-            least, greatest = _cuCtxGetStreamPriorityRange()
+            least, greatest = _cd.cuCtxGetStreamPriorityRange()
         return int(least), int(greatest)
 
     def synchronize(self) -> None:
@@ -522,7 +503,7 @@ class Context(Handle):
         st = _handle.pin(self)  # a close() on another thread waits for the call
         try:
             with self._scope():
-                _cuCtxSynchronize()
+                _cd.cuCtxSynchronize()
         finally:
             _handle.unpin(st)
         if _handle.deferred or _handle.releasing():
@@ -535,7 +516,7 @@ class Context(Handle):
     def mem_info(self) -> tuple[int, int]:
         """``(free, total)`` memory of the context's device in bytes (``cuMemGetInfo``)."""
         with self._scope():
-            free, total = _cuMemGetInfo()
+            free, total = _cd.cuMemGetInfo()
         return int(free), int(total)
 
     # -- limits -----------------------------------------------------------------------
@@ -543,14 +524,14 @@ class Context(Handle):
         """Read a context limit (``cuCtxGetLimit``)."""
         lim = _limit(limit)
         with self._scope():
-            return int(_cuCtxGetLimit(lim))
+            return int(_cd.cuCtxGetLimit(lim))
 
     def set_limit(self, limit: Limit | int, value: int) -> None:
         """Set a context limit (``cuCtxSetLimit``); may allocate device memory."""
         v = uint_arg(value, "limit value")
         lim = _limit(limit)
         with self._scope():
-            _cuCtxSetLimit(lim, v)
+            _cd.cuCtxSetLimit(lim, v)
 
     @property
     def stack_size(self) -> int:
@@ -680,8 +661,8 @@ def _adopt(h: Any, key: int) -> Context:
     ctx = _adopted.get(key)
     if ctx is not None:
         return ctx
-    dev = Device(int(_cuCtxGetDevice()))
-    primary = _cuDevicePrimaryCtxRetain(dev._h)
+    dev = Device(int(_cd.cuCtxGetDevice()))
+    primary = _cd.cuDevicePrimaryCtxRetain(dev._h)
     if int(primary) == key:
         return _keep_adopted(key, Context._new(primary, dev, primary=True, owned=True))
     _drv.cuDevicePrimaryCtxRelease(dev._h)  # not the primary context: give it back
@@ -693,7 +674,7 @@ def _adopt(h: Any, key: int) -> Context:
 
 def kept_primary(dev: Device) -> Context:
     """Cudriver's own retain of ``dev``'s primary context (one per context, until exit)."""
-    h = _cuDevicePrimaryCtxRetain(dev._h)
+    h = _cd.cuDevicePrimaryCtxRetain(dev._h)
     key = int(h)
     ctx = _adopted.get(key)
     if ctx is not None:
@@ -704,14 +685,14 @@ def kept_primary(dev: Device) -> Context:
 
 def _make_default_current() -> Context:
     dev = Device(0)
-    h = _cuDevicePrimaryCtxRetain(dev._h)
+    h = _cd.cuDevicePrimaryCtxRetain(dev._h)
     key = int(h)
     ctx = _adopted.get(key)
     if ctx is None:
         ctx = _keep_adopted(key, Context._new(h, dev, primary=True, owned=True))
     else:
         _drv.cuDevicePrimaryCtxRelease(dev._h)  # one retain is kept already
-    _cuCtxSetCurrent(h)
+    _cd.cuCtxSetCurrent(h)
     return ctx
 
 

@@ -13,6 +13,7 @@ from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
 from cuda.bindings import driver as _drv
 
 from . import _bindings, _impl, capture
+from . import driver as _cd
 from ._bindings import SUCCESS
 from ._coerce import (
     DeviceMemory,
@@ -36,19 +37,9 @@ from .graphnode import (
 
 __all__ = ["Graph", "GraphExec"]
 
-_cuGraphCreate = checked(_drv.cuGraphCreate)
-_cuGraphGetNodes = checked(_drv.cuGraphGetNodes)
-_cuGraphClone = checked(_drv.cuGraphClone)
-_cuGraphDebugDotPrint = checked(_drv.cuGraphDebugDotPrint)
 _cuGraphInstantiate = checked(_bindings.graph_instantiate, name="cuGraphInstantiate")
 _cuGraphInstantiateWithParams = _drv.cuGraphInstantiateWithParams
-_cuGraphUpload = checked(_drv.cuGraphUpload)
 _cuGraphLaunch = _drv.cuGraphLaunch
-_cuGraphExecKernelNodeSetParams = checked(_drv.cuGraphExecKernelNodeSetParams)
-_cuGraphExecMemcpyNodeSetParams = checked(_drv.cuGraphExecMemcpyNodeSetParams)
-_cuGraphExecMemsetNodeSetParams = checked(_drv.cuGraphExecMemsetNodeSetParams)
-_cuGraphNodeSetEnabled = checked(_drv.cuGraphNodeSetEnabled)
-_cuGraphNodeGetEnabled = checked(_drv.cuGraphNodeGetEnabled)
 _F = _drv.CUgraphInstantiate_flags
 
 _S = TypeVar("_S", "Graph", "GraphExec")
@@ -123,7 +114,7 @@ class Graph(Handle, GraphBuilder):
     def __init__(self, *, context: Context | None = None) -> None:
         ctx = context_arg(context) or current_or_default()
         with ctx._scope():
-            h = _cuGraphCreate(0)
+            h = _cd.cuGraphCreate(0)
         self._pending_capture = False
         self._keep = []
         self._lock = threading.RLock()
@@ -272,14 +263,14 @@ class Graph(Handle, GraphBuilder):
     @_serialized
     def num_nodes(self) -> int:
         """Number of nodes (``cuGraphGetNodes``)."""
-        _nodes, n = _cuGraphGetNodes(self.handle, 0)
+        _nodes, n = _cd.cuGraphGetNodes(self.handle, 0)
         return int(n)
 
     @pinned
     @_serialized
     def clone(self) -> Graph:
         """A copy of the graph (``cuGraphClone``) that keeps the same objects alive."""
-        h = _cuGraphClone(self.handle)
+        h = _cd.cuGraphClone(self.handle)
         return Graph._from_handle(h, keep=list(self._keep), context=self._context)
 
     @pinned
@@ -293,13 +284,13 @@ class Graph(Handle, GraphBuilder):
         flags = int(_drv.CUgraphDebugDot_flags.CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) if verbose else 0
         if path is not None:
             target = os.fspath(path)
-            _cuGraphDebugDotPrint(h, target.encode(), flags)
+            _cd.cuGraphDebugDotPrint(h, target.encode(), flags)
             with open(target, encoding="utf-8", errors="replace") as f:
                 return f.read()
         fd, tmp = tempfile.mkstemp(suffix=".dot", prefix="cudriver-graph-")
         os.close(fd)
         try:
-            _cuGraphDebugDotPrint(h, tmp.encode(), flags)
+            _cd.cuGraphDebugDotPrint(h, tmp.encode(), flags)
             with open(tmp, encoding="utf-8", errors="replace") as f:
                 return f.read()
         finally:
@@ -443,7 +434,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
     @pinned
     def upload(self, stream: StreamLike) -> None:
         """Upload the executable graph's resources on ``stream`` (``cuGraphUpload``)."""
-        _cuGraphUpload(self.handle, stream_handle(stream))
+        _cd.cuGraphUpload(self.handle, stream_handle(stream))
 
     @pinned
     @_serialized
@@ -515,7 +506,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
             b = b if block is None else block
             shm = shm if shared_mem is None else shared_mem
             p, packed, _launch = kernel_params(kernel, g, b, shm, args)
-            _cuGraphExecKernelNodeSetParams(self.handle, nh, p)
+            _cd.cuGraphExecKernelNodeSetParams(self.handle, nh, p)
             del packed
             self._keep_for(nh, (kernel, tuple(a for a in args if not isinstance(a, GraphNode))))
 
@@ -530,7 +521,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
         p, keep = memcpy_params(dst, src, nbytes)
         with self._node(node) as nh:
             ctx = self._context.handle if self._context is not None else _drv.CUcontext(0)
-            _cuGraphExecMemcpyNodeSetParams(self.handle, nh, p, ctx)
+            _cd.cuGraphExecMemcpyNodeSetParams(self.handle, nh, p, ctx)
             self._keep_for(nh, keep)
 
     @pinned
@@ -551,7 +542,7 @@ class GraphExec(Handle, _impl.GraphExecCore):
         p, keep = memset_params(dst, value, width, count)
         with self._node(node) as nh:
             ctx = self._context.handle if self._context is not None else _drv.CUcontext(0)
-            _cuGraphExecMemsetNodeSetParams(self.handle, nh, p, ctx)
+            _cd.cuGraphExecMemsetNodeSetParams(self.handle, nh, p, ctx)
             self._keep_for(nh, (keep,) if keep is not None else ())
 
     @pinned
@@ -564,14 +555,14 @@ class GraphExec(Handle, _impl.GraphExecCore):
         """
         flag = bool_arg(enabled, "enabled")
         with self._node(node) as nh:
-            _cuGraphNodeSetEnabled(self.handle, nh, 1 if flag else 0)
+            _cd.cuGraphNodeSetEnabled(self.handle, nh, 1 if flag else 0)
 
     @pinned
     @_serialized
     def is_enabled(self, node: GraphNode) -> bool:
         """Whether ``node`` runs in later launches (``cuGraphNodeGetEnabled``)."""
         with self._node(node) as nh:
-            return bool(_cuGraphNodeGetEnabled(self.handle, nh))
+            return bool(_cd.cuGraphNodeGetEnabled(self.handle, nh))
 
     def _serial(self) -> threading.Lock:
         return self._lock

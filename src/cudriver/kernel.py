@@ -28,7 +28,7 @@ from ._coerce import (
 )
 from ._coerce import shared_mem as _shared
 from ._enums import FunctionAttribute
-from ._handle import Handle, Lease, pin2, pinned, unpin2
+from ._handle import Handle, Lease, pin2, pin_all, pinned, unpin2, unpin_all
 from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
 from .device import current_or_default
 from .errors import GUARD, ClosedError, NotSupportedError, checked, error_for
@@ -425,10 +425,13 @@ class Kernel(Handle, _impl.KernelCore):
             self._raise_closed()
         if config is not None:
             config = config_arg(config)
-        # The module and the stream stay pinned through every driver call below (a
-        # close() on another thread destroys them afterwards); pinned, then checked.
+        # The module, the stream and the buffers among the arguments stay pinned
+        # through every driver call below (a close() on another thread releases them
+        # afterwards, after this launch's use is noted); pinned, then checked.
         pins = pin2(self._module, stream)
+        held: list[Any] = []
         try:
+            held = pin_all(*args)
             if self._h is None:
                 self._raise_closed()
             # Inline fast paths for int grid/block and no shared memory; _dims and
@@ -482,6 +485,7 @@ class Kernel(Handle, _impl.KernelCore):
                 if isinstance(a, DeviceMemory):
                     a._note_use(sh)
         finally:
+            unpin_all(held)
             unpin2(*pins)
 
     def prepare(
