@@ -90,6 +90,12 @@ def test_asyncio_streams() -> None:
     run_example("asyncio_streams")
 
 
+@pytest.mark.gpu
+@needs_nvrtc
+def test_sleep_wake() -> None:
+    run_example("sleep_wake")
+
+
 def test_examples_exist() -> None:
     assert example_names(), "no scripts in examples/"
 

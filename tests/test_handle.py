@@ -201,6 +201,45 @@ def test_last_unpin_during_a_global_capture_queues_the_release(
     assert log == [0x1C]
 
 
+class WaitingRelease:
+    """A release that waits for the device, as a VirtualBuffer's does."""
+
+    waits_for_device = True
+
+    def __init__(self, log: list[int]) -> None:
+        self.log = log
+
+    def __call__(self, h: Any) -> Any:
+        self.log.append(int(h))
+        return OK
+
+
+def test_a_release_that_waits_for_the_device_is_never_drained_beside_a_capture(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Another thread's capture (any mode) is open when the last pin goes: the release
+    # (a device-wide wait) is left to the releasing thread, which idles until the
+    # capture ends; ordinary releases queued beside it still run here.
+    log: list[int] = []
+    t = Thing(0x1D, log)
+    t._state.release = WaitingRelease(log)
+    plain = Thing(0x1E, log)
+    st, st2 = pin(t), pin(plain)
+    t.close()
+    plain.close()
+    monkeypatch.setattr(cu.errors.GUARD, "open", {7})  # a RELAXED capture elsewhere
+    unpin(st)
+    unpin(st2)
+    assert log == [0x1E]
+    assert pending_releases() == 1
+    _handle.drain()  # still not here
+    assert log == [0x1E] and pending_releases() == 1
+    monkeypatch.undo()
+    settle()
+    assert log == [0x1E, 0x1D]
+    assert pending_releases() == 0
+
+
 def test_borrowed_never_releases() -> None:
     log: list[int] = []
     t = Thing(0x14, log, owned=False)

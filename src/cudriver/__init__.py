@@ -73,6 +73,7 @@ from .pinned import PinnedBuffer
 from .pool import KEEP_ALL, MemoryPool
 from .program import NvrtcNotFoundError, compile, nvrtc_version
 from .stream import AccessPolicyWindow, Stream
+from .vmm import VirtualBuffer
 
 __version__ = "0.1.0"
 
@@ -137,6 +138,7 @@ __all__ = [
     "DeviceBuffer",
     "PinnedBuffer",
     "ManagedBuffer",
+    "VirtualBuffer",
     "MemAdvise",
     "MemoryPool",
     "KEEP_ALL",

@@ -231,14 +231,23 @@ def drain() -> None:
     if not _may_release_now():
         wake()
         return
+    later: list[_State] = []
     while not _exiting:
         try:
             state = deferred.popleft()
         except IndexError:
-            return
+            break
         if held(state):  # held again
             continue
+        if GUARD.open and getattr(state.release, "waits_for_device", False):
+            # A device-wide wait would break the capture another thread has open:
+            # left to the releasing thread, which runs it once the captures end.
+            later.append(state)
+            continue
         _release(state)
+    if later:
+        deferred.extend(later)
+        wake()
 
 
 def pending_releases() -> int:
@@ -564,7 +573,10 @@ class Lease:
     def __del__(self) -> None:
         st = self._state
         st.leases.discard(id(self))
-        _queue_if_free(st)
+        try:
+            _queue_if_free(st)
+        except TypeError:  # at interpreter exit, once this module's globals are gone
+            pass
 
 
 def _warn(msg: str) -> None:
