@@ -12,6 +12,9 @@ like every other one:
   DLPack exports) and pins hold: its release (:class:`Teardown`) waits once, unmaps
   every chunk and lets the reservation go.
 
+Releases call the raw bindings (``_drv``) and report a failure as a warning; the
+methods call the checked mirror (``cudriver.driver``).
+
 **The wait** before an unmap is ``cuCtxSynchronize`` in the buffer's context and in the
 primary context of each device given access (:func:`wait`): every work item enqueued
 before it has run, whatever stream or graph enqueued it. A device-wide wait invalidates
@@ -30,6 +33,7 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
+from . import driver as _cd
 from ._bindings import SUCCESS
 from ._enums import DeviceAttribute
 from ._handle import Handle, _warn, release_with
@@ -39,7 +43,6 @@ from .errors import (
     NotSupportedError,
     StreamCaptureError,
     capturing_on_this_thread,
-    checked,
     error_for,
     make_error,
 )
@@ -80,15 +83,6 @@ READ = _drv.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READ
 _CAPTURE_UNSUPPORTED = _drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 _NOT_SUPPORTED = _drv.CUresult.CUDA_ERROR_NOT_SUPPORTED
 
-_cuMemCreate = checked(_drv.cuMemCreate)
-_cuMemMap = checked(_drv.cuMemMap)
-_cuMemSetAccess = checked(_drv.cuMemSetAccess)
-# Releases call the bindings directly and report a failure as a warning.
-_cuMemUnmap = _drv.cuMemUnmap
-_cuMemRelease = _drv.cuMemRelease
-_cuMemAddressFree = _drv.cuMemAddressFree
-_cuCtxSynchronize = _drv.cuCtxSynchronize
-
 
 def round_up(n: int, g: int) -> int:
     """``n`` rounded up to a multiple of ``g``."""
@@ -102,7 +96,7 @@ def wait(contexts: list[Any]) -> Any:
     the work in those contexts has run; the GIL is released meanwhile (cuda-bindings 13).
     """
     for ctx_h in list(contexts):
-        r = call_in_context(ctx_h, _cuCtxSynchronize)
+        r = call_in_context(ctx_h, _drv.cuCtxSynchronize)
         if r[0] is not SUCCESS:
             return r
     return None
@@ -134,7 +128,7 @@ def refuse_in_capture(what: str, *, waits: bool) -> None:
         if GUARD.open:
             raise StreamCaptureError(
                 _CAPTURE_UNSUPPORTED,
-                _cuCtxSynchronize.__name__,
+                _drv.cuCtxSynchronize.__name__,
                 f"VirtualBuffer.{what}() waits for the device, which would invalidate the "
                 "capture that is open; call it once the capture has ended",
             )
@@ -157,7 +151,7 @@ class Reservation(Handle):
     def __init__(self, base: Any, size: int, ctx: Context) -> None:
         h = _drv.CUdeviceptr(int(base))
         rel = _FreeAddress(ctx.handle, size)
-        self._init_handle(h, release=rel, func=_cuMemAddressFree.__name__, keep=(ctx,))
+        self._init_handle(h, release=rel, func=_drv.cuMemAddressFree.__name__, keep=(ctx,))
 
 
 class _FreeAddress:
@@ -168,7 +162,7 @@ class _FreeAddress:
         self.size = size
 
     def __call__(self, ptr: Any) -> Any:
-        return call_in_context(self.ctx_h, _cuMemAddressFree, ptr, self.size)
+        return call_in_context(self.ctx_h, _drv.cuMemAddressFree, ptr, self.size)
 
 
 class Unmap:
@@ -198,15 +192,15 @@ class Unmap:
 
     def _unmap_release(self, handle: Any) -> Any:
         if self.mapped:
-            r = _cuMemUnmap(self.addr, self.size)
+            r = _drv.cuMemUnmap(self.addr, self.size)
             if r[0] is not SUCCESS:
                 return r
             self.mapped = False
-        return _cuMemRelease(handle)
+        return _drv.cuMemRelease(handle)
 
     def failed_call(self) -> Any:
         """The driver function that failed: the unmap while still mapped, else the release."""
-        return _cuMemUnmap if self.mapped else _cuMemRelease
+        return _drv.cuMemUnmap if self.mapped else _drv.cuMemRelease
 
 
 class Chunk(Handle):
@@ -220,7 +214,7 @@ class Chunk(Handle):
         self.rel = rel
         self.addr = rel.addr
         self.size = rel.size
-        self._init_handle(h, release=rel, func=_cuMemRelease.__name__, keep=(reservation,))
+        self._init_handle(h, release=rel, func=_drv.cuMemRelease.__name__, keep=(reservation,))
 
     def unmap_now(self) -> Any:
         """Unmap and release now, without the wait (the caller waited); the status tuple."""
@@ -320,13 +314,13 @@ class Space:
         ctx = self.ctx
         rel = Unmap(ctx.handle, self.base + self.mapped, size, self.waits)
         with ctx._scope():
-            h = _cuMemCreate(size, self.prop, 0) if imported is None else imported
+            h = _cd.cuMemCreate(size, self.prop, 0) if imported is None else imported
             chunk = Chunk(h, rel, self.reservation)
             try:
-                _cuMemMap(rel.addr, size, 0, h, 0)
+                _cd.cuMemMap(rel.addr, size, 0, h, 0)
                 rel.mapped = True
                 descs = self.descs()
-                _cuMemSetAccess(rel.addr, size, descs, len(descs))
+                _cd.cuMemSetAccess(rel.addr, size, descs, len(descs))
             except BaseException:
                 chunk.close()  # unmaps (after the wait) if mapped, and releases
                 raise
@@ -338,7 +332,7 @@ class Space:
         if not waited:
             r = wait(self.waits)
             if r is not None:
-                raise error_for(r[0], _cuCtxSynchronize)
+                raise error_for(r[0], _drv.cuCtxSynchronize)
         for _ in range(k):
             c = self.chunks.pop()
             self.mapped -= c.size
@@ -369,7 +363,7 @@ class Teardown:
             if chunks:
                 r = wait(sp.waits)
                 if r is not None:
-                    err = make_error(r[0], _cuCtxSynchronize.__name__)
+                    err = make_error(r[0], _drv.cuCtxSynchronize.__name__)
                     _warn(f"waiting to unmap a VirtualBuffer failed: {err}")
                 for c in reversed(chunks):
                     r = c.unmap_now()

@@ -20,12 +20,11 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
-import numpy as np
-import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
 from . import _handle
-from ._coerce import U64_LIMIT, StreamLike, bool_arg, int_arg, nbytes_arg
+from . import driver as _cd
+from ._coerce import U64_LIMIT, bool_arg, int_arg, nbytes_arg
 from ._copy import enqueue
 from ._enums import DeviceAttribute
 from ._handle import Lease, pinned, release_state
@@ -45,8 +44,8 @@ from ._vmm import (
     round_up,
     wait,
 )
-from .device import Context, Device, kept_primary
-from .errors import GUARD, ClosedError, checked, error_for
+from .device import Device, kept_primary
+from .errors import GUARD, ClosedError, error_for
 from .memory import DeviceBuffer
 from .pinned import PinnedBuffer
 from .pool import _device_of, _kept, _location
@@ -54,18 +53,23 @@ from .pool import _device_of, _kept, _location
 __all__ = ["VirtualBuffer"]
 
 _MINIMUM = _drv.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM
-_cuMemAddressReserve = checked(_drv.cuMemAddressReserve)
-_cuMemGetAllocationGranularity = checked(_drv.cuMemGetAllocationGranularity)
-_cuMemSetAccess = checked(_drv.cuMemSetAccess)
-_cuMemExportToShareableHandle = checked(_drv.cuMemExportToShareableHandle)
-_cuMemImportFromShareableHandle = checked(_drv.cuMemImportFromShareableHandle)
 _cuCtxSynchronize = _drv.cuCtxSynchronize
 _cuMemcpyDtoHAsync = _drv.cuMemcpyDtoHAsync
 _cuMemcpyHtoDAsync = _drv.cuMemcpyHtoDAsync
-_UNSUPPORTED = (
-    "VirtualBuffer.{} is not available: a VirtualBuffer owns its reservation; use "
-    "VirtualBuffer(reserve, size=...) or a DeviceBuffer"
-)
+
+
+def _not_available(name: str, hint: str) -> Any:
+    """A classmethod of DeviceBuffer that VirtualBuffer refuses (with TypeError)."""
+
+    def refuse(cls: Any, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            f"VirtualBuffer.{name} is not available: a VirtualBuffer owns its reservation; "
+            "use VirtualBuffer(reserve, size=...) or a DeviceBuffer"
+        )
+
+    refuse.__name__ = refuse.__qualname__ = name
+    refuse.__doc__ = f"Not available: {hint}."
+    return classmethod(refuse)
 
 
 class VirtualBuffer(DeviceBuffer):
@@ -156,9 +160,9 @@ class VirtualBuffer(DeviceBuffer):
         prop.location = _location(dev)
         prop.requestedHandleTypes = enum
         with ctx._scope():
-            gran = int(_cuMemGetAllocationGranularity(prop, _MINIMUM))
+            gran = int(_cd.cuMemGetAllocationGranularity(prop, _MINIMUM))
             rsize = round_up(rsv, gran)
-            base = _cuMemAddressReserve(rsize, gran, 0, 0)
+            base = _cd.cuMemAddressReserve(rsize, gran, 0, 0)
         reservation = Reservation(base, rsize, ctx)
         sp = Space(dev, ctx, prop, gran, kind, int(base), rsize, reservation)
         self._vm = sp
@@ -487,7 +491,7 @@ class VirtualBuffer(DeviceBuffer):
                 d.flags = flags
                 with sp.ctx._scope():
                     for c in sp.chunks:
-                        _cuMemSetAccess(c.addr, c.size, [d], 1)
+                        _cd.cuMemSetAccess(c.addr, c.size, [d], 1)
                 sp.set_access(dev.ordinal, flags)  # for the chunks mapped later
                 if dev.ordinal != sp.device.ordinal:
                     h = kept_primary(dev).handle  # unmapping waits for its work too
@@ -519,7 +523,7 @@ class VirtualBuffer(DeviceBuffer):
         out: list[int | bytes] = []
         try:
             for c in sp.chunks:
-                sh = _cuMemExportToShareableHandle(c._state.handle, enum, 0)
+                sh = _cd.cuMemExportToShareableHandle(c._state.handle, enum, 0)
                 if sp.kind == "fd":
                     out.append(int(sh))
                 else:
@@ -583,11 +587,11 @@ class VirtualBuffer(DeviceBuffer):
             with sp.ctx._scope():
                 for h, s in zip(hs, ss, strict=True):
                     if isinstance(h, int):
-                        ah = _cuMemImportFromShareableHandle(h, enum)
+                        ah = _cd.cuMemImportFromShareableHandle(h, enum)
                     else:
                         fh = _drv.CUmemFabricHandle()
                         ctypes.memmove(fh.getPtr(), bytes(h), FABRIC_BYTES)
-                        ah = _cuMemImportFromShareableHandle(fh.getPtr(), enum)
+                        ah = _cd.cuMemImportFromShareableHandle(fh.getPtr(), enum)
                     sp.map(s, ah)
             buf._nbytes = sp.mapped
         except BaseException:
@@ -625,36 +629,16 @@ class VirtualBuffer(DeviceBuffer):
             _handle.drain()
 
     # -- constructors of DeviceBuffer that do not apply -------------------------------------------
-    @classmethod
-    def from_array(
-        cls, array: npt.ArrayLike, stream: StreamLike = None, *, context: Context | None = None
-    ) -> NoReturn:
-        """Not available: make a VirtualBuffer, then ``buf.view(0, a.nbytes).copy_from(a)``."""
-        raise TypeError(_UNSUPPORTED.format("from_array"))
-
-    @classmethod
-    def empty(
-        cls,
-        shape: int | tuple[int, ...],
-        dtype: npt.DTypeLike = np.uint8,
-        *,
-        stream: StreamLike = None,
-        context: Context | None = None,
-    ) -> NoReturn:
-        """Not available: make a VirtualBuffer and :meth:`cast` it."""
-        raise TypeError(_UNSUPPORTED.format("empty"))
-
-    @classmethod
-    def from_handle(
-        cls, ptr: Any, nbytes: int, owner: Any = None, *, context: Context | None = None
-    ) -> NoReturn:
-        """Not available: wrap foreign memory with :meth:`DeviceBuffer.from_handle`."""
-        raise TypeError(_UNSUPPORTED.format("from_handle"))
-
-    @classmethod
-    def from_dlpack(cls, obj: Any, *, stream: StreamLike = None) -> NoReturn:
-        """Not available: wrap foreign memory with :meth:`DeviceBuffer.from_dlpack`."""
-        raise TypeError(_UNSUPPORTED.format("from_dlpack"))
+    from_array = _not_available(
+        "from_array", "make a VirtualBuffer, then ``buf.view(0, a.nbytes).copy_from(a)``"
+    )
+    empty = _not_available("empty", "make a VirtualBuffer and :meth:`cast` it")
+    from_handle = _not_available(
+        "from_handle", "wrap foreign memory with :meth:`DeviceBuffer.from_handle`"
+    )
+    from_dlpack = _not_available(
+        "from_dlpack", "wrap foreign memory with :meth:`DeviceBuffer.from_dlpack`"
+    )
 
     def _repr_extra(self) -> str:
         sp = getattr(self, "_vm", None)
