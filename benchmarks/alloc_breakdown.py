@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -31,7 +30,7 @@ from collections.abc import Callable
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from benchmarks.harness import print_rows
+from benchmarks.harness import median_of, print_rows
 
 N = 1 << 20
 _SUCCESS = drv.CUresult.CUDA_SUCCESS
@@ -69,11 +68,6 @@ class _SyncFloor:
     def close(self) -> None:
         if drv.cuMemFree(self.ptr)[0] is not _SUCCESS:
             raise RuntimeError("free")
-
-
-def _median(fn: Callable[[int], float], calls: int, repeats: int) -> float:
-    fn(max(1, calls // 10))  # warm-up
-    return float(statistics.median(fn(calls) for _ in range(repeats)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,18 +175,18 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()
     try:
         rows = {
-            "raw cuMemAlloc + cuMemFree": _median(raw_sync, args.calls, args.repeats),
-            "floor: the same over cuMemAlloc": _median(floor_sync, args.calls, args.repeats),
-            "DeviceBuffer(n).close()": _median(plain, args.calls, args.repeats),
-            "raw cuMemAllocAsync + cuMemFreeAsync": _median(raw, args.calls, args.repeats),
-            "floor: __slots__ object over the bindings": _median(floor, args.calls, args.repeats),
-            "DeviceBuffer(n, stream=s).close()": _median(both(), args.calls, args.repeats),
-            "  constructor alone": _median(a, calls, args.repeats),
-            "  close() alone": _median(c, calls, args.repeats),
-            "DeviceBuffer(n, stream=s) dropped": _median(dropped(), args.calls, args.repeats),
-            "pool: DeviceBuffer(...).close()": _median(both(pool=pool), args.calls, args.repeats),
-            "pool:   constructor alone": _median(pa, calls, args.repeats),
-            "pool:   close() alone": _median(pc, calls, args.repeats),
+            "raw cuMemAlloc + cuMemFree": median_of(raw_sync, args.calls, args.repeats),
+            "floor: the same over cuMemAlloc": median_of(floor_sync, args.calls, args.repeats),
+            "DeviceBuffer(n).close()": median_of(plain, args.calls, args.repeats),
+            "raw cuMemAllocAsync + cuMemFreeAsync": median_of(raw, args.calls, args.repeats),
+            "floor: __slots__ object over the bindings": median_of(floor, args.calls, args.repeats),
+            "DeviceBuffer(n, stream=s).close()": median_of(both(), args.calls, args.repeats),
+            "  constructor alone": median_of(a, calls, args.repeats),
+            "  close() alone": median_of(c, calls, args.repeats),
+            "DeviceBuffer(n, stream=s) dropped": median_of(dropped(), args.calls, args.repeats),
+            "pool: DeviceBuffer(...).close()": median_of(both(pool=pool), args.calls, args.repeats),
+            "pool:   constructor alone": median_of(pa, calls, args.repeats),
+            "pool:   close() alone": median_of(pc, calls, args.repeats),
         }
     finally:
         gc.enable()

@@ -310,6 +310,12 @@ def latency(
     return run
 
 
+def median_of(fn: Callable[[int], float], calls: int, repeats: int) -> float:
+    """The median of ``repeats`` runs of ``fn(calls)``, after one warm-up of a tenth."""
+    fn(max(1, calls // 10))
+    return float(statistics.median(fn(calls) for _ in range(repeats)))
+
+
 def print_rows(rows: dict[str, float], unit: str, digits: int, result: dict[str, Any]) -> None:
     """Print a small benchmark's ``rows`` (label: value), then ``result`` as one JSON line."""
     width = max(map(len, rows))

@@ -34,7 +34,6 @@ import argparse
 import ctypes
 import ctypes.util
 import gc
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -43,7 +42,7 @@ from typing import Any
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from benchmarks.harness import print_rows
+from benchmarks.harness import median_of, print_rows
 
 _SUCCESS = drv.CUresult.CUDA_SUCCESS
 
@@ -126,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         return dt
 
     def median(fn: Callable[[int], float]) -> float:
-        fn(max(1, args.calls // 10))  # warm-up
-        return float(statistics.median(fn(args.calls) for _ in range(args.repeats)))
+        return median_of(fn, args.calls, args.repeats)
 
     rows: dict[str, float] = {}
     gc.disable()
