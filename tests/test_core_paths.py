@@ -119,17 +119,20 @@ def test_launches_fall_back_with_the_same_errors(ctx: cu.Context) -> None:
             (s, 1, 32, 1.0, closed_buf, y, 32),
             (closed_stream, 1, 32, 1.0, x, y, 32),
             ("stream", 1, 32, 1.0, x, y, 32),
+            (None, 1, 32, 1.0, x, y, 32),  # the stream rule: None names Stream.legacy()
             (s, 1, 1 << 20, 1.0, x, y, 32),  # too many threads: the driver refuses
+            (s, cu.LaunchConfig(grid=1, block=32), 1.0, x, y),  # too few, config form
+            (s, cu.LaunchConfig(priority=0), 1.0, x, y, 32),  # a config without a shape
         ]
         for args in cases:
             _same(cu.Kernel.launch, cu.Kernel._py_launch, k, *args)
         _same(cu.Kernel.launch, cu.Kernel._py_launch, k, *cases[0], shared_mem=-1)
         _same(cu.Kernel.launch, cu.Kernel._py_launch, k, s, 1, 32, 1.0, x, y, 32, shared_mem=1.5)
         plan = k.prepare(1, 32, 1.0, x, y, 32)
-        for st in (closed_stream, "stream", 3.0):
+        for st in (closed_stream, "stream", 3.0, None):
             _same(cu.LaunchPlan.launch, cu.LaunchPlan._py_launch, plan, st)
         ev = cu.Event()
-        for st in (closed_stream, "stream", -1):
+        for st in (closed_stream, "stream", -1, None):
             _same(cu.Event.record, cu.Event._py_record, ev, st)
         for other in (closed_stream, "x", 5.0):
             _same(cu.Stream.wait, cu.Stream._py_wait, s, other)
@@ -181,18 +184,27 @@ def test_configured_launches_run_in_c_with_the_pure_results(
         s.synchronize()
         assert fallbacks == []  # both went through cuLaunchKernelEx in C
         assert (y.copy_to().view(np.float32) == 6.0).all()  # 1 + 2 + 3
+        # A config with the shape, in place of grid and block: the pure path takes the
+        # shape from it once, then the launch runs in C with the config's attributes.
+        shaped = cu.LaunchConfig(grid=2, block=32, priority=0)
+        k.launch(s, shaped, 1.0, x, y, 64)
+        s.synchronize()
+        assert fallbacks == ["launch"]
+        assert (y.copy_to().view(np.float32) == 7.0).all()
         monkeypatch.undo()
         cases: list[tuple[Any, dict[str, Any]]] = [
             ((closed_stream, 2, 32, 1.0, x, y, 64), {"config": cfg}),
             ((s, 2, 32, 1.0, x, y), {"config": cfg}),
             ((s, 2, 32, 1.0, x, y, 64), {"config": "cluster"}),
+            ((s, 2, 32, 1.0, x, y, 64), {"config": shaped}),  # a shape goes in their place
+            ((None, 2, 32, 1.0, x, y, 64), {"config": cfg}),
             ((s, 2, 1 << 20, 1.0, x, y, 64), {"config": cfg}),  # refused by the driver
         ]
         if ctx.device.compute_capability >= (9, 0):
             cases.append(((s, 3, 32, 1.0, x, y, 64), {"config": cu.LaunchConfig(cluster=2)}))
         for args, kw in cases:
             _same(cu.Kernel.launch, cu.Kernel._py_launch, k, *args, **kw)
-        for st in (closed_stream, "stream"):
+        for st in (closed_stream, "stream", None):
             _same(cu.LaunchPlan.launch, cu.LaunchPlan._py_launch, plan, st)
         s.synchronize()
     finally:

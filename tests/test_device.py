@@ -8,6 +8,7 @@ from cuda.bindings import driver as drv
 import cudriver as cu
 
 from ._support import unwrap
+from .test_safety import run_isolated
 
 
 @pytest.mark.gpu
@@ -21,6 +22,57 @@ def test_one_object_per_ordinal(device: cu.Device) -> None:
     assert cu.Device.count() == unwrap(drv.cuDeviceGetCount())
     assert len(cu.Device.all()) == cu.Device.count()
     assert cu.Device.all()[0] is device
+
+
+@pytest.mark.gpu
+def test_default_device_is_the_current_contexts(device: cu.Device) -> None:
+    # A thread with no current context gets device 0, and nothing is made current.
+    import threading
+
+    seen: list[object] = []
+
+    def fresh_thread() -> None:
+        seen.append(cu.Device())
+        seen.append(cu.Context.current())
+
+    t = threading.Thread(target=fresh_thread)
+    t.start()
+    t.join(60)
+    assert seen == [cu.Device(0), None]
+    last = cu.Device(cu.Device.count() - 1)
+    with last.primary_context():
+        assert cu.Device() is last
+        assert cu.MemoryPool.current().device is last  # one default everywhere
+
+
+@pytest.mark.gpu
+def test_set_current_and_synchronize() -> None:
+    # In a process of its own: Device.synchronize() waits for every stream of the
+    # primary context, whatever other tests left running.
+    run_isolated(
+        """
+        dev = cu.Device(0)
+        assert cu.Context.current() is None
+        ctx = dev.set_current()
+        assert ctx.is_primary and ctx.device is dev and cu.Context.current() == ctx
+        s = cu.Stream()
+
+        def boom():
+            raise RuntimeError("from the device's host function")
+
+        s.launch_host_func(boom)
+        try:
+            dev.synchronize()
+        except cu.HostCallbackError as e:
+            assert "device's host function" in str(e), e
+        else:
+            raise AssertionError("Device.synchronize() did not re-raise")
+        dev.synchronize()  # collected once
+        s.close()
+        print("OK")
+        """,
+        timeout=120,
+    )
 
 
 @pytest.mark.gpu
@@ -57,7 +109,8 @@ def test_bad_ordinal_is_clear() -> None:
 
 @pytest.mark.gpu
 def test_bad_attribute(device: cu.Device) -> None:
-    with pytest.raises(cu.NotSupportedError, match="unknown to the installed cuda-bindings"):
+    # An unknown enum value is a ValueError everywhere (limits, attributes, access).
+    with pytest.raises(ValueError, match="unknown device attribute 99999"):
         device.attribute(99999)
 
 

@@ -10,23 +10,60 @@ import cudriver as cu
 def test_interprocess_needs_no_timing() -> None:
     # validated before any driver call: works without a GPU
     with pytest.raises(ValueError, match="timing=False"):
-        cu.Event(interprocess=True)
+        cu.Event(interprocess=True, timing=True)
+
+
+def test_events_record_no_timing_by_default() -> None:
+    # The defaults of cuda.core, PyTorch and Stream.record(): read from the signature,
+    # so this runs without a GPU.
+    import inspect
+
+    assert inspect.signature(cu.Event).parameters["timing"].default is False
 
 
 @pytest.mark.gpu
 class TestEventGPU:
     def test_record_query_sync(self, stream: cu.Stream) -> None:
         ev = cu.Event()
-        assert ev.timing
+        assert not ev.timing
         assert ev.record(stream) is ev
         ev.synchronize()
         assert ev.query() is True
-        assert "timing" in repr(ev)
+        assert "no-timing" in repr(ev)
+        with pytest.raises(TypeError, match=r"Stream\.legacy\(\)"):
+            ev.record(None)  # type: ignore[arg-type]
         ev.close()
         assert ev.closed
 
+    def test_synchronize_reraises_host_function_errors(self, stream: cu.Stream) -> None:
+        def boom() -> None:
+            raise KeyError("from the host function")
+
+        ev = cu.Event()
+        stream.launch_host_func(boom)
+        ev.record(stream)
+        with pytest.raises(cu.HostCallbackError, match="from the host function") as info:
+            ev.synchronize()
+        assert isinstance(info.value.__cause__, KeyError)
+        stream.synchronize()  # collected once: nothing left to raise
+        # Recorded through Stream.record(event) too, and on another stream: only the
+        # errors of the stream the event was last recorded on.
+        other = cu.Stream()
+        try:
+            stream.launch_host_func(boom)
+            ev2 = other.record(cu.Event())
+            ev2.synchronize()  # nothing ran on `other`: no error here
+            with pytest.raises(cu.HostCallbackError):
+                stream.synchronize()
+            stream.launch_host_func(boom)
+            stream.record(ev2)
+            with pytest.raises(cu.HostCallbackError):
+                ev2.synchronize()
+        finally:
+            other.close()
+
     def test_elapsed(self, stream: cu.Stream) -> None:
-        a, b = cu.Event(), cu.Event(blocking=True)
+        a, b = cu.Event(timing=True), cu.Event(timing=True, blocking=True)
         a.record(stream)
         stream.launch_host_func(time.sleep, 0.05)  # b completes 50 ms after a, at least
         b.record(stream)
@@ -36,8 +73,12 @@ class TestEventGPU:
         nt = cu.Event(timing=False)
         nt.record(stream)
         nt.synchronize()
-        with pytest.raises(ValueError, match="timing=True"):
+        with pytest.raises(
+            ValueError, match=r"later does not: make both with Event\(timing=True\)"
+        ):
             a.elapsed_ms(nt)
+        with pytest.raises(ValueError, match="this event does not"):
+            nt.elapsed_ms(a)
         with pytest.raises(TypeError, match="Event"):
             a.elapsed_ms(stream)  # type: ignore[arg-type]
 
@@ -55,15 +96,17 @@ class TestEventGPU:
         import subprocess
         import sys
 
-        ev = cu.Event(interprocess=True, timing=False)
-        data = ev.ipc_handle()
+        ev = cu.Event(interprocess=True)
+        data = ev.export_handle()
+        with pytest.warns(DeprecationWarning, match="export_handle"):
+            assert ev.ipc_handle() == data
         assert len(data) == 64
         ev.record(stream)
         stream.synchronize()
         child = (
             "import sys, cudriver as cu\n"
             "cu.Device(0).primary_context().set_current()\n"
-            "ev = cu.Event.from_ipc_handle(bytes.fromhex(sys.argv[1]))\n"
+            "ev = cu.Event.import_handle(bytes.fromhex(sys.argv[1]))\n"
             "ev.synchronize(); s = cu.Stream(); s.wait(ev); s.synchronize()\n"
             "print('opened', ev.query())\n"
         )
@@ -77,9 +120,15 @@ class TestEventGPU:
         assert p.returncode == 0, p.stderr
         assert "opened True" in p.stdout
         with pytest.raises(ValueError, match="64 bytes"):
-            cu.Event.from_ipc_handle(b"123")
+            cu.Event.import_handle(b"123")
+        with pytest.raises(TypeError, match="64 bytes"):
+            cu.Event.import_handle("not bytes")  # type: ignore[arg-type]
+        # (Opening it in the process that exported it is refused by the driver.)
+        with pytest.warns(DeprecationWarning, match="import_handle"):
+            with pytest.raises(ValueError, match="64 bytes"):
+                cu.Event.from_ipc_handle(b"123")
         with pytest.raises(ValueError, match="interprocess=True"):
-            cu.Event().ipc_handle()
+            cu.Event().export_handle()
 
     def test_from_handle(self, stream: cu.Stream) -> None:
         ev = cu.Event()

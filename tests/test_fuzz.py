@@ -260,7 +260,7 @@ def test_stream_methods(bad: Any) -> None:
     refused(lambda: s.write_value32(bad if not isinstance(bad, int) else -1, 1))
     refused(lambda: s.wait_value32(buf, 1, bad if not isinstance(bad, int) else 99))
     refused(lambda: s.begin_capture(bad if not isinstance(bad, int) else 99))
-    refused(lambda: s.attach_mem_async(buf, bad if not isinstance(bad, int) else -1))
+    refused(lambda: s.attach_memory(buf, bad if not isinstance(bad, int) else -1))
     refused(lambda: buf.fill(bad if not isinstance(bad, int) else 256))
     refused(lambda: buf.view(bad if not isinstance(bad, int) else -1))
     refused(lambda: buf.copy_from(bad))

@@ -132,7 +132,7 @@ class TestExplicitGraph:
         ad2 = g.add_kernel(k["add"], GRID, BLOCK, buf, scratch, N, after=[ad1, fill])
         free = g.add_free(scratch, after=ad2)
         d2d = g.add_memcpy(out, buf, after=ad2)
-        ms = g.add_memset(flag, 0, width=4, after=wait)
+        ms = g.add_memset(flag, 0, element_size=4, after=wait)
         op = g.add_mem_ops([cu.MemOp.write32(flag, 7)], after=ms)
         kid = g.add_child_graph(child, after=wait)
         host = g.add_host_func(calls.append, 1, after=[d2d, op, kid])
@@ -182,7 +182,7 @@ class TestExplicitGraph:
         # Per-node updates between replays: a kernel argument, a memset value,
         # a node switched off and on.
         exe.set_kernel_args(sc, buf, np.float32(3.0), N)
-        exe.set_memset(ms, flag, 0, width=4)
+        exe.set_memset(ms, flag, 0, element_size=4)
         exe.launch(stream)
         stream.synchronize()
         np.testing.assert_allclose(out.copy_to().view(np.float32), (x * 3.0 + y) + 0.5, rtol=1e-6)
@@ -255,7 +255,7 @@ class TestExplicitGraph:
         with pytest.raises(ValueError, match="more than"):
             g.add_memcpy(buf, np.zeros(8, np.uint8), 16)
         with pytest.raises(ValueError, match="aligned"):
-            g.add_memset((int(buf.ptr) + 1), 0, width=4, count=1)
+            g.add_memset((int(buf.ptr) + 1), 0, element_size=4, count=1)
         with pytest.raises(ValueError, match="count="):
             g.add_memset(int(buf.ptr), 0)
         with pytest.raises(TypeError, match="ConditionalHandle"):
@@ -454,7 +454,7 @@ def test_closing_a_graph_while_other_threads_build_and_update_it_does_not_crash(
                 ops = (
                     lambda: g.add_empty(after=first),
                     lambda: g.add_kernel(k, 1, 1, buf, np.uint32(2), 1),
-                    lambda: g.add_memset(buf, 0, width=4),
+                    lambda: g.add_memset(buf, 0, element_size=4),
                     lambda: body.add_kernel(k, 1, 1, buf, np.uint32(3), 1),
                     g.nodes,
                     lambda: first.type,

@@ -35,7 +35,7 @@ def test_two_streams_ordered_only_by_an_event(ctx: cu.Context, k: dict) -> None:
     producer, consumer = cu.Stream(), cu.Stream()
     x = cu.DeviceBuffer.from_array(np.zeros(N, np.float32))
     out = cu.DeviceBuffer.from_array(np.full(N, -1, np.float32))
-    start, done = cu.Event(), cu.Event()
+    start, done = cu.Event(timing=True), cu.Event(timing=True)
     start.record(producer)
     k["slow_fill"].launch(producer, GRID, BLOCK, x, 7.0, N, SPIN)
     done.record(producer)

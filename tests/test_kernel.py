@@ -425,11 +425,10 @@ def test_const_size_bytes(
     with Module.load(image) as m:
         k = m.kernel("read_coeff")
         assert k.const_size_bytes == 64 * 4
-        ptr, size = m.get_global("coeffs")
-        assert size == 64 * 4
+        g = m.get_global("coeffs")
+        assert g.nbytes == 64 * 4
         coeffs = np.arange(64, dtype=np.float32) / 4
-        unwrap(drv.cuMemcpyHtoD(ptr, coeffs.ctypes.data, coeffs.nbytes))
-        unwrap(drv.cuCtxSynchronize())  # the copy is done before `stream` reads it
+        g.copy_from(coeffs)  # done on return, before `stream` reads it
         out = RawBuffer(4)
         buffers.append(out)
         k.launch(stream, 1, 1, out, 5)
@@ -449,13 +448,33 @@ def test_kernel_without_parameters(module: Module, stream: cu.Stream) -> None:
 
 @pytest.mark.gpu
 def test_get_global(module: Module) -> None:
-    ptr, size = module.get_global("magic")
-    assert size == 4
+    g = module.get_global("magic")
+    assert isinstance(g, cu.DeviceBuffer)
+    assert g.nbytes == 4 and not g.owned
+    assert g.context == module.context
     out = np.zeros(1, np.int32)
-    unwrap(drv.cuMemcpyDtoH(out.ctypes.data, ptr, 4))
+    unwrap(drv.cuMemcpyDtoH(out.ctypes.data, g.ptr, 4))
     assert out[0] == 42
+    assert g.cast(np.int32).copy_to()[0] == 42
+    g.close()  # frees nothing: the module's memory
+    assert module.get_global("magic").copy_to().view(np.int32)[0] == 42
     with pytest.raises(cu.NotFoundError, match="no global named 'missing'"):
         module.get_global("missing")
+
+
+@pytest.mark.gpu
+def test_a_global_keeps_its_module_loaded(device: cu.Device, ctx: cu.Context) -> None:
+    # The buffer holds a lease on the module: closing the module makes it unusable
+    # at once but unloads it only when the buffer is gone, so the memory stays valid.
+    src = '__device__ int magic = 42;\nextern "C" __global__ void touch() {}\n'
+    m = Module.load(compile(src, arch=device.compute_capability))
+    g = m.get_global("magic")
+    m.close()
+    with pytest.raises(cu.ClosedError):
+        m.kernel("touch")
+    assert g.copy_to().view(np.int32)[0] == 42
+    del g
+    gc.collect()
 
 
 @pytest.mark.gpu

@@ -7,7 +7,7 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver.launch import config_arg
+from cudriver.launch import NO_BLOCK, config_arg, shape_of
 
 from ._support import load_kernels
 from .test_safety import run_isolated
@@ -112,6 +112,54 @@ def test_config_validates_and_normalises() -> None:
         config_arg({"cooperative": True})
 
 
+def test_config_takes_cuda_cores_shape() -> None:
+    # What a cuda.core user writes works; grid counts blocks, shared_mem is bytes.
+    c = cu.LaunchConfig(grid=64, block=(16, 16), shmem_size=1024, cooperative_launch=True)
+    assert (c.grid, c.block, c.shared_mem, c.cooperative) == ((64, 1, 1), (16, 16, 1), 1024, True)
+    assert c == cu.LaunchConfig(grid=64, block=(16, 16), shared_mem=1024, cooperative=True)
+    bare = c._attributes_only()
+    assert bare is not None and bare.grid is None and bare.cooperative
+    assert c._attributes_only() is bare  # made once
+    assert cu.LaunchConfig(grid=1, block=1)._attributes_only() is None  # plain
+    assert cu.LaunchConfig(grid=1, block=1).plain
+    with pytest.raises(TypeError, match="keyword arguments only"):
+        cu.LaunchConfig((1,), None, (32,))  # type: ignore[misc]
+    with pytest.raises(ValueError, match="together"):
+        cu.LaunchConfig(grid=4)
+    with pytest.raises(ValueError, match="counts such a grid in clusters"):
+        cu.LaunchConfig(grid=4, block=32, cluster=2)
+    with pytest.raises(ValueError, match="goes with grid and block"):
+        cu.LaunchConfig(shared_mem=16)
+    with pytest.raises(TypeError, match="not both"):
+        cu.LaunchConfig(grid=1, block=1, shared_mem=1, shmem_size=1)
+    with pytest.raises(TypeError, match="not both"):
+        cu.LaunchConfig(cooperative=True, cooperative_launch=True)
+    with pytest.raises(ValueError, match="grid"):
+        cu.LaunchConfig(grid=0, block=1)
+    with pytest.raises(ValueError, match="shared_mem"):
+        cu.LaunchConfig(grid=1, block=1, shared_mem=-1)
+    # A config with a shape goes in place of grid and block, never as config=.
+    with pytest.raises(TypeError, match="in their place"):
+        config_arg(cu.LaunchConfig(grid=1, block=1))
+
+
+def test_shape_of_reads_both_ways_of_writing_a_launch() -> None:
+    cfg = cu.LaunchConfig(grid=8, block=32, shared_mem=64, priority=1)
+    g, b, args, shmem, attrs = shape_of(cfg, "x", ("y",), 0, None)
+    assert (g, b, args, shmem) == ((8, 1, 1), (32, 1, 1), ("x", "y"), 64)
+    assert attrs is not None and attrs.priority == 1 and attrs.grid is None
+    assert shape_of(cfg, NO_BLOCK, (), 0, None)[2] == ()
+    assert shape_of(4, 32, (1,), 0, None) == (4, 32, (1,), 0, None)
+    with pytest.raises(TypeError, match="given twice"):
+        shape_of(cfg, NO_BLOCK, (), 0, cu.LaunchConfig(priority=1))
+    with pytest.raises(TypeError, match="shared memory is its shared_mem"):
+        shape_of(cfg, NO_BLOCK, (), 16, None)
+    with pytest.raises(TypeError, match="has no grid and block"):
+        shape_of(cu.LaunchConfig(cooperative=True), NO_BLOCK, (), 0, None)
+    with pytest.raises(TypeError, match="needs grid and block"):
+        shape_of(4, NO_BLOCK, (), 0, None)
+
+
 def test_config_attributes_carry_the_values() -> None:
     c = cu.LaunchConfig(cluster=(2, 1, 1), programmatic_stream_serialization=True, priority=3)
     by_id = {int(a.id): a.value for a in c.attributes()}
@@ -143,6 +191,45 @@ def test_cluster_launch_sets_the_cluster_registers(ctx: cu.Context, stream: cu.S
     got = out.copy_to(stream=stream).view(np.uint32).reshape(8, 2)
     stream.synchronize()
     assert got[:, 1].tolist() == [1] * 8
+
+
+@pytest.mark.gpu
+def test_a_config_with_a_shape_launches_in_place_of_grid_and_block(
+    ctx: cu.Context, stream: cu.Stream
+) -> None:
+    k = load_kernels(ctx, SOURCE, "fill")["fill"]
+    out = cu.DeviceBuffer(6 * 4)
+    out.fill(0)
+    k.launch(stream, cu.LaunchConfig(grid=3, block=32), out, np.uint32(7))
+    k.launch(stream, cu.LaunchConfig(grid=(3, 1), block=32, priority=0), out[12:], np.uint32(9))
+    stream.synchronize()
+    assert out.copy_to().view(np.uint32).tolist() == [7, 7, 7, 9, 9, 9]
+    plan = k.prepare(cu.LaunchConfig(grid=6, block=32), out, np.uint32(4))
+    assert plan.grid == (6, 1, 1) and plan.block == (32, 1, 1)
+    plan.launch(stream)
+    stream.synchronize()
+    assert out.copy_to().view(np.uint32).tolist() == [4] * 6
+    g = cu.Graph()
+    g.add_kernel(k, cu.LaunchConfig(grid=6, block=32), out, np.uint32(2))
+    exe = g.instantiate()
+    exe.launch(stream)
+    stream.synchronize()
+    assert out.copy_to().view(np.uint32).tolist() == [2] * 6
+    with stream.capture() as cg:
+        k.launch(stream, cu.LaunchConfig(grid=6, block=32), out, np.uint32(3))
+    cg.instantiate().launch(stream)
+    stream.synchronize()
+    assert out.copy_to().view(np.uint32).tolist() == [3] * 6
+    with pytest.raises(TypeError, match="in their place"):
+        k.launch(stream, 6, 32, out, np.uint32(1), config=cu.LaunchConfig(grid=6, block=32))
+    with pytest.raises(TypeError, match="takes 2 arguments, 1 given"):
+        k.launch(stream, cu.LaunchConfig(grid=6, block=32), out)
+    with pytest.raises(TypeError, match=r"Stream\.legacy\(\)"):
+        k.launch(None, cu.LaunchConfig(grid=6, block=32), out, np.uint32(1))
+    with pytest.raises(TypeError, match=r"Stream\.legacy\(\)"):
+        k.launch(None, 6, 32, out, np.uint32(1))
+    with pytest.raises(TypeError, match=r"Stream\.legacy\(\)"):
+        plan.launch(None)
 
 
 @pytest.mark.gpu

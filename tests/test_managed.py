@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -57,7 +58,7 @@ def test_mem_advise_has_the_drivers_values() -> None:
         ({"nbytes": 0}, ValueError, "nbytes"),
         ({"nbytes": -4}, ValueError, "nbytes"),
         ({"nbytes": 1.5}, TypeError, "nbytes"),
-        ({"nbytes": 64, "attach": MemAttach.SINGLE}, ValueError, "attach_mem_async"),
+        ({"nbytes": 64, "attach": MemAttach.SINGLE}, ValueError, "Stream.attach_memory"),
         ({"nbytes": 64, "attach": 3}, ValueError, "attach"),
         ({"nbytes": 64, "attach": 0}, ValueError, "attach"),
         ({"nbytes": 64, "attach": "global"}, TypeError, "attach"),
@@ -80,10 +81,13 @@ def test_from_array_and_empty_arguments() -> None:
         ManagedBuffer.from_array(CAI())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="stream"):
         ManagedBuffer.from_array(np.ones(4), stream="s")
+    with pytest.raises(TypeError, match="positional"):  # stream is keyword-only
+        ManagedBuffer.from_array(np.ones(4), 0)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="attach"):
         ManagedBuffer.from_array(np.ones(4), attach=MemAttach.SINGLE)
-    with pytest.raises(ValueError, match="stream order"):
-        ManagedBuffer.empty(16, np.float32, stream=0)
+    for stream in (0, "s", cu.Stream.from_handle(0x1230)):
+        with pytest.raises(TypeError, match=r"empty\(\) takes no stream.*stream order"):
+            ManagedBuffer.empty(16, np.float32, stream=stream)
     with pytest.raises(ValueError, match="no elements"):
         ManagedBuffer.empty((4, 0), np.float32)
     with pytest.raises(TypeError, match="attach"):
@@ -103,10 +107,23 @@ def test_from_array_and_empty_arguments() -> None:
     ],
 )
 def test_bad_prefetch_locations(
-    fake: ManagedBuffer, location: Any, exc: type[Exception], match: str
+    fake: ManagedBuffer, fake_stream: cu.Stream, location: Any, exc: type[Exception], match: str
 ) -> None:
     with pytest.raises(exc, match=match):
-        fake.prefetch(location)
+        fake.prefetch(location, stream=fake_stream)
+
+
+def test_prefetch_needs_a_stream(fake: ManagedBuffer) -> None:
+    # Never the legacy stream on its own: it would break a capture open on a blocking
+    # stream (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT).
+    with pytest.raises(TypeError, match="stream"):
+        fake.prefetch("host")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"stream is required, not None.*Stream.legacy\(\)"):
+        fake.prefetch("host", stream=None)
+    with pytest.raises(TypeError, match="positional"):
+        fake.prefetch("host", 0)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="'host'"):  # the location is checked first
+        fake.prefetch("mars", stream=None)  # type: ignore[arg-type]
 
 
 def test_prefetch_and_advise_arguments(fake: ManagedBuffer) -> None:
@@ -202,8 +219,9 @@ def test_closed_buffer_raises_before_the_driver(fake: ManagedBuffer) -> None:
     fake.close()
     calls: list[Any] = [
         lambda: fake.array(),
-        lambda: fake.prefetch("host"),
-        lambda: fake.prefetch("bad location"),
+        lambda: fake.prefetch("host", stream=0),
+        lambda: fake.prefetch("bad location", stream=0),
+        lambda: fake.prefetch("host", stream=None),
         lambda: fake.advise(MemAdvise.SET_READ_MOSTLY),
         lambda: fake.read_mostly,
         lambda: fake.preferred_location,
@@ -459,7 +477,7 @@ def test_from_array_and_empty(ctx: cu.Context, stream: cu.Stream) -> None:
     assert (buf.dtype, buf.shape) == (a.dtype, a.shape)
     np.testing.assert_array_equal(buf.array(), a)
     np.testing.assert_array_equal(buf.copy_to(), a)
-    later = ManagedBuffer.from_array(a, stream)
+    later = ManagedBuffer.from_array(a, stream=stream)
     stream.synchronize()
     np.testing.assert_array_equal(later.array(), a)
     e = ManagedBuffer.empty((2, 8), np.int32, attach=MemAttach.HOST)
@@ -512,7 +530,7 @@ def test_prefetch(ctx: cu.Context, device: cu.Device, stream: cu.Stream) -> None
     buf.prefetch("host", stream=stream)
     stream.synchronize()
     assert buf.last_prefetch_location == "host"
-    buf.prefetch(device.ordinal)  # on the legacy default stream
+    buf.prefetch(device.ordinal, stream=cu.Stream.legacy())  # named, never implied
     ctx.synchronize()
     assert buf.last_prefetch_location is device
     np.testing.assert_array_equal(a, np.arange(a.size, dtype=np.uint32))
@@ -561,14 +579,14 @@ def test_accessed_by(ctx: cu.Context, device: cu.Device) -> None:
 
 @pytest.mark.gpu
 def test_device_attributes_are_checked(
-    ctx: cu.Context, device: cu.Device, monkeypatch: pytest.MonkeyPatch
+    ctx: cu.Context, device: cu.Device, stream: cu.Stream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     buf = ManagedBuffer(4096)
     monkeypatch.setitem(device._attrs, int(DeviceAttribute.CONCURRENT_MANAGED_ACCESS), 0)
     with pytest.raises(cu.NotSupportedError, match="CONCURRENT_MANAGED_ACCESS"):
-        buf.prefetch(device)
+        buf.prefetch(device, stream=stream)
     with pytest.raises(cu.NotSupportedError, match="^cuMemPrefetchAsync"):
-        buf.prefetch("host")
+        buf.prefetch("host", stream=stream)
     with pytest.raises(cu.NotSupportedError, match="^cuMemAdvise.*CONCURRENT_MANAGED_ACCESS"):
         buf.advise(MemAdvise.SET_PREFERRED_LOCATION, device)
     with pytest.raises(cu.NotSupportedError, match="CONCURRENT_MANAGED_ACCESS"):
@@ -578,3 +596,79 @@ def test_device_attributes_are_checked(
     monkeypatch.setitem(device._attrs, int(DeviceAttribute.MANAGED_MEMORY), 0)
     with pytest.raises(cu.NotSupportedError, match="MANAGED_MEMORY"):
         ManagedBuffer(64)
+
+
+_NO_PREFETCH = "prefetching needs DeviceAttribute.CONCURRENT_MANAGED_ACCESS, 0 on this device"
+
+
+@pytest.mark.gpu
+def test_prefetch_on_another_stream_leaves_a_blocking_streams_capture_alone(
+    ctx: cu.Context, device: cu.Device
+) -> None:
+    # prefetch(dev) used to go to the legacy default stream, which synchronises with
+    # every blocking stream: a capture open on one broke (STREAM_CAPTURE_IMPLICIT).
+    if not _concurrent(device):
+        pytest.skip(_NO_PREFETCH)
+    buf = ManagedBuffer(1 << 20)
+    buf.array()[:] = 1
+    capturing = cu.Stream()  # blocking, as cuStreamCreate(0) makes it
+    assert not capturing.non_blocking
+    other = cu.Stream()  # another blocking stream, not capturing
+    work = cu.DeviceBuffer(256)
+    errors: list[BaseException] = []
+
+    def prefetch_on_other() -> None:
+        try:
+            ctx.set_current()
+            buf.prefetch(device, stream=other)
+        except BaseException as exc:
+            errors.append(exc)
+
+    capturing.begin_capture()
+    try:
+        t = threading.Thread(target=prefetch_on_other)  # another thread, another stream
+        t.start()
+        t.join(30)
+        buf.prefetch("host", stream=other)  # this thread, another stream
+        buf.prefetch(device, stream=other)
+        work.fill(5, stream=capturing)
+    finally:
+        g = capturing.end_capture()  # raises if the capture was invalidated
+    assert not t.is_alive() and not errors, errors
+    other.synchronize()
+    assert buf.last_prefetch_location is device  # the prefetches ran, outside the graph
+    exe = g.instantiate()
+    exe.launch(capturing)
+    capturing.synchronize()
+    assert (work.copy_to() == 5).all()
+    assert (buf.array() == 1).all()
+    del exe, g
+    other.close()
+    capturing.close()
+
+
+@pytest.mark.gpu
+def test_prefetch_on_the_capturing_stream_is_refused_and_the_capture_survives(
+    ctx: cu.Context, device: cu.Device
+) -> None:
+    # The driver cannot capture a prefetch (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, which
+    # breaks the capture): refused before the driver, the capture goes on.
+    if not _concurrent(device):
+        pytest.skip(_NO_PREFETCH)
+    s = cu.Stream()
+    buf = ManagedBuffer(1 << 20)
+    buf.array(np.uint32)[:] = 7
+    with s.capture() as g:
+        with pytest.raises(cu.StreamCaptureError, match="cannot be captured"):
+            buf.prefetch(device, stream=s)
+        buf.fill(9, stream=s)
+    exe = g.instantiate()
+    exe.launch(s)
+    s.synchronize()
+    assert (buf.array(np.uint8) == 9).all()
+    buf.prefetch(device, stream=s)  # outside the capture: fine
+    s.synchronize()
+    assert buf.last_prefetch_location is device
+    del exe, g
+    buf.close()
+    s.close()

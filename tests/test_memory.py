@@ -122,11 +122,11 @@ def test_fill_value_helper() -> None:
         _fill_args(1 << 16, 2)
     with pytest.raises(ValueError, match="does not fit"):
         _fill_args(1 << 32, 4)
-    with pytest.raises(ValueError, match="width"):
+    with pytest.raises(ValueError, match="element_size"):
         _fill_args(1, 3)
-    with pytest.raises(TypeError, match="width"):
+    with pytest.raises(TypeError, match="element_size"):
         _fill_args(1, 2.0)
-    with pytest.raises(ValueError, match="but width=4"):
+    with pytest.raises(ValueError, match="but element_size=4"):
         _fill_args(np.uint16(1), 4)
     with pytest.raises(ValueError, match="8 bytes"):
         _fill_args(np.float64(1.0), None)
@@ -384,19 +384,24 @@ def test_fill_errors_raise_before_the_driver() -> None:
     with pytest.raises(ValueError, match="does not fit"):
         b.fill(-1)
     with pytest.raises(ValueError, match="does not fit"):
-        b.fill(70000, width=2)
+        b.fill(70000, element_size=2)
+    with pytest.warns(DeprecationWarning, match=r"fill\(element_size=\.\.\.\)"):
+        with pytest.raises(ValueError, match="does not fit"):
+            b.fill(70000, width=2)
+    with pytest.raises(TypeError, match="not both"):
+        b.fill(1, width=2, element_size=2)
     with pytest.raises(TypeError):
         b.fill(1.0)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         b.fill(False)
-    with pytest.raises(ValueError, match="multiple of the fill width 4"):
-        fake(6).fill(1, width=4)
-    with pytest.raises(ValueError, match="multiple of the fill width 2"):
+    with pytest.raises(ValueError, match="multiple of the element size 4"):
+        fake(6).fill(1, element_size=4)
+    with pytest.raises(ValueError, match="multiple of the element size 2"):
         fake(7).fill(np.uint16(1))
     with pytest.raises(ValueError, match="aligned"):
         b[1:5].fill(np.uint32(1))
-    with pytest.raises(ValueError, match="width"):
-        b.fill(1, width=8)
+    with pytest.raises(ValueError, match="element_size"):
+        b.fill(1, element_size=8)
     with pytest.raises(TypeError, match="stream"):
         b.fill(1, stream="nope")
 
@@ -494,7 +499,7 @@ def test_fill(ctx: cu.Context, stream: cu.Stream) -> None:
     assert (buf.copy_to() == 0xAB).all()
     buf.fill(np.uint16(0x1234))
     assert (buf.copy_to().view(np.uint16) == 0x1234).all()
-    buf.fill(0xDEADBEEF, width=4)
+    buf.fill(0xDEADBEEF, element_size=4)
     assert (buf.copy_to().view(np.uint32) == 0xDEADBEEF).all()
     buf.fill(np.float32(1.5))
     assert (buf.copy_to().view(np.float32) == 1.5).all()
@@ -585,7 +590,7 @@ def test_stream_ordered_alloc_and_free(ctx: cu.Context, stream: cu.Stream) -> No
     assert v.closed
     stream.synchronize()
 
-    b2 = DeviceBuffer.from_array(a, stream)
+    b2 = DeviceBuffer.from_array(a, stream=stream)
     assert b2.stream is stream
     out = b2.copy_to(stream=stream)
     stream.synchronize()
@@ -817,7 +822,7 @@ def test_cupy_reads_and_writes_a_device_buffer(ctx: cu.Context, stream: cu.Strea
     raw = cupy.asarray(DeviceBuffer(16))
     assert (raw.dtype, raw.shape) == (np.uint8, (16,))
     # A stream-ordered buffer advertises its stream; CuPy synchronises with it.
-    so = DeviceBuffer.from_array(a, stream)
+    so = DeviceBuffer.from_array(a, stream=stream)
     np.testing.assert_array_equal(cupy.asnumpy(cupy.asarray(so)), a)
     # CuPy arrays as copy operands, also while CuPy works on a stream of its own.
     src = cupy.arange(12, dtype=cupy.float32) + 100
@@ -891,3 +896,54 @@ def test_dropped_stream_ordered_buffers_are_freed(
     stream.synchronize()
     assert pool.used_current <= before
     other.close()
+
+
+# -- sharing, .device, keyword-only stream -------------------------------------------------
+
+
+def test_from_array_takes_the_stream_by_keyword() -> None:
+    with pytest.raises(TypeError, match="positional"):
+        DeviceBuffer.from_array(np.ones(4), 0)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="stream"):
+        DeviceBuffer.from_array(np.ones(4), stream="s")
+
+
+def test_export_and_import_handle_are_checked_before_the_driver() -> None:
+    buf = fake()
+    with pytest.raises(ValueError, match="not allocated from a cudriver.MemoryPool.*ipc=True"):
+        buf.export_handle()
+    with pytest.raises(ValueError, match="view"):
+        buf[8:16].export_handle()
+    with pytest.raises(TypeError, match="pool must be a cudriver.MemoryPool"):
+        DeviceBuffer.import_handle(bytes(64), 64, pool=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="pool must be a cudriver.MemoryPool"):
+        DeviceBuffer.import_handle(bytes(64), 64, pool=buf)  # type: ignore[arg-type]
+    buf.close()
+    with pytest.raises(cu.ClosedError, match="DeviceBuffer is closed"):
+        buf.export_handle()
+
+
+@pytest.mark.gpu
+def test_every_buffer_knows_its_device(ctx: cu.Context, stream: cu.Stream) -> None:
+    dev = ctx.device
+    plain = DeviceBuffer(64)
+    ordered = DeviceBuffer(64, stream=stream)
+    assert plain.device is dev and ordered.device is dev and plain[8:16].device is dev
+    borrowed = DeviceBuffer.from_handle(plain.ptr, 64)  # asks the driver for its context
+    assert borrowed.device is dev
+    pinned = PinnedBuffer(64)
+    assert pinned.device is dev and pinned.device_buffer().device is dev
+    if dev.attribute(cu.DeviceAttribute.MANAGED_MEMORY):
+        managed = cu.ManagedBuffer(64)
+        assert managed.device is dev and managed[0:8].device is dev
+        with pytest.raises(ValueError, match="ManagedBuffer was not allocated from a"):
+            managed.export_handle()
+        managed.close()
+    for b in (plain, ordered):  # neither comes from a cudriver.MemoryPool
+        with pytest.raises(ValueError, match="not allocated from a cudriver.MemoryPool"):
+            b.export_handle()
+    borrowed.close()
+    plain.close()
+    ordered.close()
+    pinned.close()
+    stream.synchronize()

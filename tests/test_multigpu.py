@@ -152,7 +152,7 @@ def test_objects_work_whichever_context_is_current(pair: tuple[cu.Context, cu.Co
     np.testing.assert_array_equal(got, x)
     assert buf.context == c0
     assert s0.device == c0.device
-    cu.copy_2d(pinned, buf, width=4 * N, height=1)
+    cu.copy_2d(pinned, buf, width_bytes=4 * N, height=1)
     np.testing.assert_array_equal(pinned.array(np.float32), x)
     # A launch runs in the kernel's context, whichever is current (measured on two
     # H200s with the CUDA 13.0 driver: plain, prepared and captured launches).

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import gc
+import os
 
 import numpy as np
 import pytest
+from cuda.bindings import driver as drv
 
 import cudriver as cu
 from cudriver import _handle
 from cudriver import pool as pool_module
 from cudriver._bindings import SUCCESS
 
+from ._support import FAKE
 from .test_safety import run_isolated
 
 MiB = 1 << 20
@@ -71,6 +74,128 @@ def test_a_pool_depends_on_the_streams_it_allocated_on(monkeypatch: pytest.Monke
             _handle._queue_if_free(st)  # type: ignore[arg-type]
     _handle.settle()
     assert _handle.pending_releases() == 0
+
+
+def fake_pool(*, ipc: bool = True) -> cu.MemoryPool:
+    """A borrowed MemoryPool over a made-up handle: for the checks made before the driver
+    (any driver call with it would fail, or find no driver)."""
+    p = cu.MemoryPool.__new__(cu.MemoryPool)
+    p._ipc = ipc
+    p._init_handle(drv.CUmemoryPool(0x9000), release=None, func="cuMemPoolDestroy", owned=False)
+    return p
+
+
+def fake_pool_buffer(pool: cu.MemoryPool) -> cu.DeviceBuffer:
+    """A borrowed DeviceBuffer at the fake address that holds ``pool``, as an allocation
+    from it does."""
+    b = cu.DeviceBuffer.__new__(cu.DeviceBuffer)
+    b._set_fields(64, None, None, None, None, None, 0)
+    b._init_handle(drv.CUdeviceptr(FAKE), release=None, func="cuMemFree", owned=False, keep=(pool,))
+    return b
+
+
+def test_pool_import_handle_checks_the_descriptor_first() -> None:
+    for bad in ("3", 1.5, True, None):
+        with pytest.raises(TypeError, match="fd must be a file descriptor"):
+            cu.MemoryPool.import_handle(bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="fd must be .* >= 0"):
+        cu.MemoryPool.import_handle(-1)
+    r, w = os.pipe()
+    os.close(r)
+    os.close(w)
+    with pytest.raises(OSError):  # a closed descriptor: the OS's message
+        cu.MemoryPool.import_handle(r)
+
+
+def test_buffer_import_handle_checks_its_arguments_first() -> None:
+    pool = fake_pool()
+    data = bytes(64)
+    for bad_pool in (None, "pool", 0x9000, cu.DeviceBuffer.from_handle(FAKE, 64)):
+        with pytest.raises(TypeError, match="pool must be a cudriver.MemoryPool"):
+            cu.DeviceBuffer.import_handle(data, 64, pool=bad_pool)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="pool"):
+        cu.DeviceBuffer.import_handle(data, 64)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="data must be the 64 bytes"):
+        cu.DeviceBuffer.import_handle("x" * 64, 64, pool=pool)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="data must be the 64 bytes"):
+        cu.DeviceBuffer.import_handle(memoryview(data), 64, pool=pool)  # type: ignore[arg-type]
+    for short in (b"", bytes(63), bytearray(65)):
+        with pytest.raises(ValueError, match="data must be the 64 bytes"):
+            cu.DeviceBuffer.import_handle(short, 64, pool=pool)  # type: ignore[arg-type]
+    for n, exc in ((0, ValueError), (-1, ValueError), (2**64, ValueError), (1.5, TypeError)):
+        with pytest.raises(exc, match="nbytes"):
+            cu.DeviceBuffer.import_handle(bytearray(64), n, pool=pool)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="nbytes"):
+        cu.DeviceBuffer.import_handle(data, True, pool=pool)
+    with pytest.raises(TypeError, match="ManagedBuffer.import_handle is not available"):
+        cu.ManagedBuffer.import_handle(data, 64, pool=pool)
+    pool.close()
+    with pytest.raises(cu.ClosedError, match="MemoryPool is closed"):
+        cu.DeviceBuffer.import_handle(data, 64, pool=pool)
+
+
+def test_buffer_export_handle_says_which_allocations_travel() -> None:
+    not_ipc = fake_pool(ipc=False)
+    buf = fake_pool_buffer(not_ipc)
+    with pytest.raises(ValueError, match="pool was not made with ipc=True"):
+        buf.export_handle()
+    with pytest.raises(ValueError, match=r"view \(at byte offset 16\).*buf.base.export_handle"):
+        buf[16:32].export_handle()
+    with pytest.raises(ValueError, match="not allocated from a cudriver.MemoryPool.*ipc=True"):
+        cu.DeviceBuffer.from_handle(FAKE, 64).export_handle()
+    buf.close()
+    with pytest.raises(cu.ClosedError, match="DeviceBuffer is closed"):
+        buf.export_handle()
+
+
+def test_allocate_takes_a_stream(fake_stream: cu.Stream) -> None:
+    pool = fake_pool()
+    with pytest.raises(TypeError, match=r"stream is required.*Stream.legacy\(\)"):
+        pool.allocate(16, stream=None)
+    with pytest.raises(TypeError, match="stream"):
+        pool.allocate(16)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="stream"):
+        pool.allocate(16, stream="s")
+    for n, exc in ((0, ValueError), (-8, ValueError), (1.5, TypeError)):
+        with pytest.raises(exc, match="nbytes"):
+            pool.allocate(n, stream=fake_stream)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("access", "exc"),
+    [
+        (True, TypeError),
+        (False, TypeError),
+        (1.0, TypeError),
+        ("READ", TypeError),
+        (None, TypeError),
+        (2, ValueError),
+        (-1, ValueError),
+        (7, ValueError),
+    ],
+)
+def test_set_access_checks_the_access_first(access: object, exc: type[Exception]) -> None:
+    with pytest.raises(exc, match="MemAccess"):
+        fake_pool().set_access(0, access)  # type: ignore[arg-type]
+
+
+def test_deprecated_pointer_aliases_warn_at_the_caller() -> None:
+    pool = fake_pool(ipc=False)
+    with pytest.warns(DeprecationWarning, match=r"MemoryPool.export_pointer\(buf\) is dep") as rec:
+        with pytest.raises(TypeError, match="DeviceBuffer"):
+            pool.export_pointer("buf")  # type: ignore[arg-type]
+    assert [w.filename for w in rec] == [__file__]
+    with pytest.warns(DeprecationWarning, match=r"use buf.export_handle\(\)") as rec:
+        with pytest.raises(ValueError, match="ipc=True"):  # what export_handle() says
+            pool.export_pointer(fake_pool_buffer(pool))
+    assert [w.filename for w in rec] == [__file__]
+    pattern = r"MemoryPool.import_pointer.*DeviceBuffer.import_handle\(data, nbytes, pool=pool\)"
+    with pytest.warns(DeprecationWarning, match=pattern) as rec:
+        with pytest.raises(ValueError, match="data must be the 64 bytes"):
+            pool.import_pointer(bytes(63), 64)
+    assert [w.filename for w in rec] == [__file__]
+    assert "Deprecated: use" in (cu.MemoryPool.export_pointer.__doc__ or "")
+    assert "Deprecated: use" in (cu.MemoryPool.import_pointer.__doc__ or "")
 
 
 @pytest.mark.gpu
@@ -144,6 +269,52 @@ class TestPool:
         assert again.reserved_current >= 0
         assert again.access(ctx.device) is cu.MemAccess.READ_WRITE
 
+    def test_allocate_set_access_and_device(self, ctx: cu.Context, stream: cu.Stream) -> None:
+        pool = cu.MemoryPool(ctx.device)
+        buf = pool.allocate(MiB, stream=stream)
+        assert type(buf) is cu.DeviceBuffer
+        assert buf.nbytes == MiB and buf.stream is stream and buf.device is ctx.device
+        assert pool.used_current >= MiB
+        buf.fill(3, stream=stream)
+        stream.synchronize()
+        assert (buf.copy_to() == 3).all()
+        with pytest.raises(ValueError, match="ipc=True"):
+            buf.export_handle()  # the pool is not an IPC pool
+        with pytest.raises(TypeError, match="stream is required"):
+            pool.allocate(16, stream=None)
+        pool.set_access(ctx.device)  # READ_WRITE, as the own device always has
+        pool.set_access(ctx.device.ordinal, cu.MemAccess.READ_WRITE)
+        for refused in (cu.MemAccess.READ, cu.MemAccess.NONE):
+            with pytest.raises(ValueError, match="own device keeps read-write"):
+                pool.set_access(ctx.device, refused)
+        assert pool.access(ctx.device) is cu.MemAccess.READ_WRITE
+        buf.close()
+        stream.synchronize()
+        assert pool.used_current == 0
+        pool.close()
+
+    def test_deprecated_export_pointer_gives_what_export_handle_gives(
+        self, ctx: cu.Context, stream: cu.Stream
+    ) -> None:
+        try:
+            pool = cu.MemoryPool(ctx.device, ipc=True)
+        except cu.NotSupportedError as exc:
+            pytest.skip(f"this device has no IPC pools: {exc}")
+        buf = pool.allocate(4096, stream=stream)
+        with pytest.raises(cu.InvalidValueError, match=r"call pool\.export_handle\(\) first"):
+            buf.export_handle()  # the driver exports allocations of a shared pool only
+        os.close(pool.export_handle())
+        data = buf.export_handle()
+        assert type(data) is bytes and len(data) == 64
+        with pytest.warns(DeprecationWarning, match="export_pointer") as rec:
+            old = pool.export_pointer(buf)
+        assert [w.filename for w in rec] == [__file__]
+        assert type(old) is bytes and len(old) == 64
+        pool.close()  # the buffer keeps the pool: its allocation still travels
+        assert len(buf.export_handle()) == 64
+        buf.close()
+        stream.synchronize()
+
     def test_mem_get_info(self, ctx: cu.Context) -> None:
         free, total = cu.mem_get_info()
         assert 0 < free <= total == ctx.device.total_memory
@@ -166,26 +337,44 @@ def test_pool_and_allocation_shared_with_another_process() -> None:
             print("ipc not supported:", exc)
             print("OK")
             raise SystemExit(0)
-        buf = cu.DeviceBuffer(4096, stream=s, pool=pool)
+        buf = pool.allocate(4096, stream=s)
         buf.copy_from(np.arange(1024, dtype=np.uint32), stream=s)
         s.synchronize()
         fd = pool.export_handle()
-        data = pool.export_pointer(buf)
+        data = buf.export_handle()
+        assert type(data) is bytes and len(data) == 64
+        try:
+            buf[16:32].export_handle()
+        except ValueError as exc:
+            assert "view" in str(exc), exc
+        else:
+            raise AssertionError("a view was exported")
+        plain = cu.MemoryPool().allocate(64, stream=s)  # not an IPC pool
+        try:
+            plain.export_handle()
+        except ValueError as exc:
+            assert "ipc=True" in str(exc), exc
+        else:
+            raise AssertionError("an allocation of a pool without ipc=True was exported")
+        plain.close()
         parent, child = socket.socketpair()
         code = textwrap.dedent('''
-            import socket, sys
+            import socket, sys, warnings
+            warnings.simplefilter("error")
             import numpy as np
             import cudriver as cu
             sock = socket.socket(fileno=int(sys.argv[1]))
             msg, fds, _flags, _addr = socket.recv_fds(sock, 64, 1)
             cu.Device(0).primary_context().set_current()
             pool = cu.MemoryPool.import_handle(fds[0], 0)
-            b = pool.import_pointer(msg, 4096)
+            b = cu.DeviceBuffer.import_handle(msg, 4096, pool=pool)
+            assert type(b) is cu.DeviceBuffer and b.owned and b.nbytes == 4096
+            assert b.device is cu.Device(0)
+            pool.close()  # the buffer keeps the pool
             got = b.copy_to().view(np.uint32)
             assert (got == np.arange(1024, dtype=np.uint32)).all(), got[:8]
             b.copy_from(np.full(1024, 7, np.uint32))
             b.close()
-            pool.close()
             sock.sendall(b"done")
         ''')
         proc = subprocess.Popen([sys.executable, "-c", code, str(child.fileno())],

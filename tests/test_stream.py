@@ -7,9 +7,10 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver._coerce import stream_handle
+from cudriver._coerce import raw_stream_handle, stream_handle
 
 from ._support import RawBuffer
+from .test_safety import run_isolated
 
 
 class FakeForeign:
@@ -23,7 +24,13 @@ class FakeForeign:
 
 
 def test_stream_handle_conversions() -> None:
-    assert int(stream_handle(None)) == 0
+    # The one stream rule: calls that only enqueue work refuse None, naming the way
+    # to say "the legacy default stream"; only the drop-in mirror reads None as NULL.
+    with pytest.raises(TypeError, match=r"not None: .*cudriver\.Stream\.legacy\(\)"):
+        stream_handle(None)
+    assert int(raw_stream_handle(None)) == 0
+    assert int(raw_stream_handle(5)) == 5
+    assert int(stream_handle(0)) == 0  # an explicit NULL handle is the caller's choice
     assert int(stream_handle(5)) == 5
     h = drv.CUstream(7)
     assert stream_handle(h) is h
@@ -219,12 +226,68 @@ class TestStreamGPU:
         assert cu.driver.cuStreamQuery(stream) is None
         assert drv.cuStreamSynchronize(stream)[0] == drv.CUresult.CUDA_SUCCESS
 
-    def test_attach_mem_async_validation(self, stream: cu.Stream) -> None:
+    def test_attach_memory_validation(self, stream: cu.Stream) -> None:
         with pytest.raises(ValueError, match="non-negative"):
-            stream.attach_mem_async(0, -1)
-        ptr = drv.cuMemAllocManaged(4096, drv.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL)[1]
+            stream.attach_memory(0, -1)
+        with pytest.raises(TypeError, match="MemAttach"):
+            stream.attach_memory(0, attach=True)
+        with pytest.raises(ValueError, match="MemAttach"):
+            stream.attach_memory(0, attach=3)
+        buf = cu.ManagedBuffer(4096)
         try:
-            stream.attach_mem_async(int(ptr), 0, cu.MemAttach.SINGLE)
+            stream.attach_memory(buf, attach=cu.MemAttach.SINGLE)
+            stream.synchronize()
+            stream.attach_memory(buf.ptr, buf.nbytes, attach=cu.MemAttach.GLOBAL)
+            with pytest.warns(DeprecationWarning, match=r"attach_memory"):
+                stream.attach_mem_async(int(buf.ptr), 0, cu.MemAttach.SINGLE)
             stream.synchronize()
         finally:
-            drv.cuMemFree(ptr)
+            buf.close()
+
+    def test_enqueue_only_calls_refuse_none(self, stream: cu.Stream) -> None:
+        # The stream rule: each names Stream.legacy() for those who mean it.
+        legacy = r"Stream\.legacy\(\)"
+        ev = cu.Event()
+        with pytest.raises(TypeError, match=legacy):
+            ev.record(None)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=legacy):
+            stream.wait(None)
+        with pytest.raises(TypeError, match=legacy):
+            stream.copy_attributes_from(None)
+        with stream.capture() as g:
+            pass
+        exe = g.instantiate()
+        with pytest.raises(TypeError, match=legacy):
+            exe.launch(None)
+        with pytest.raises(TypeError, match=legacy):
+            exe.upload(None)
+        ev.close()
+
+
+@pytest.mark.gpu
+def test_the_legacy_stream_when_named() -> None:
+    # What None used to mean, said explicitly. In a process of its own: the legacy
+    # stream waits for every blocking stream of the context, whatever other tests left.
+    run_isolated(
+        """
+        make_current()
+        (fill,) = kernels("fill")
+        legacy = cu.Stream.legacy()
+        buf = cu.DeviceBuffer(256)
+        fill.launch(legacy, 1, 64, buf, np.uint32(3), 64)
+        fill.prepare(1, 64, buf, np.uint32(4), 64).launch(legacy)
+        ev = cu.Event().record(legacy)
+        ev.synchronize()
+        assert (buf.copy_to().view(np.uint32) == 4).all()
+        s = cu.Stream()
+        with s.capture() as g:
+            fill.launch(s, 1, 64, buf, np.uint32(5), 64)
+        exe = g.instantiate()
+        exe.upload(legacy)
+        exe.launch(legacy)
+        legacy.synchronize()
+        assert (buf.copy_to().view(np.uint32) == 5).all()
+        print("OK")
+        """,
+        timeout=120,
+    )

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -71,11 +72,12 @@ def test_bad_reserve_is_refused_before_the_driver(reserve: Any, exc: type[Except
 @pytest.mark.parametrize(
     ("kwargs", "exc", "name"),
     [
-        ({"size": -1}, ValueError, "size"),
-        ({"size": 2**64}, ValueError, "size"),
-        ({"size": 1 << 30}, ValueError, "size .* exceeds the reservation"),
-        ({"size": "x"}, TypeError, "size"),
-        ({"size": 2.0}, TypeError, "size"),
+        ({"nbytes": -1}, ValueError, "nbytes"),
+        ({"nbytes": 2**64}, ValueError, "nbytes"),
+        ({"nbytes": 1 << 30}, ValueError, "nbytes .* exceeds the reservation"),
+        ({"nbytes": "x"}, TypeError, "nbytes"),
+        ({"nbytes": 2.0}, TypeError, "nbytes"),
+        ({"nbytes": True}, TypeError, "nbytes"),
         ({"handle_type": "posix"}, ValueError, "handle_type"),
         ({"handle_type": 1}, TypeError, "handle_type"),
         ({"access": "0"}, TypeError, "access"),
@@ -104,38 +106,139 @@ def test_constructors_of_device_buffer_that_do_not_apply() -> None:
             call()
 
 
-def test_import_handles_validation() -> None:
+def test_import_handle_validation() -> None:
     r, w = os.pipe()
     try:
         with pytest.raises(ValueError, match="non-empty"):
-            VirtualBuffer.import_handles([], [])
+            VirtualBuffer.import_handle([], [])
         with pytest.raises(ValueError, match="one length"):
-            VirtualBuffer.import_handles([r], [2 * MiB, 2 * MiB])
+            VirtualBuffer.import_handle([r], [2 * MiB, 2 * MiB])
         with pytest.raises(TypeError, match="file descriptors"):
-            VirtualBuffer.import_handles([1.5], [2 * MiB])  # type: ignore[list-item]
+            VirtualBuffer.import_handle([1.5], [2 * MiB])  # type: ignore[list-item]
         with pytest.raises(TypeError, match="file descriptors"):
-            VirtualBuffer.import_handles([r, b"x" * 64], [2 * MiB, 2 * MiB])
+            VirtualBuffer.import_handle([r, b"x" * 64], [2 * MiB, 2 * MiB])
         with pytest.raises(TypeError, match="file descriptors"):
-            VirtualBuffer.import_handles([b"short"], [2 * MiB])
+            VirtualBuffer.import_handle([b"short"], [2 * MiB])
         with pytest.raises(ValueError, match="not a file descriptor"):
-            VirtualBuffer.import_handles([-1], [2 * MiB])
+            VirtualBuffer.import_handle([-1], [2 * MiB])
         with pytest.raises(ValueError, match="sizes entry"):
-            VirtualBuffer.import_handles([r], [0])
+            VirtualBuffer.import_handle([r], [0])
         with pytest.raises(TypeError, match="sizes entry"):
-            VirtualBuffer.import_handles([r], ["2M"])  # type: ignore[list-item]
+            VirtualBuffer.import_handle([r], ["2M"])  # type: ignore[list-item]
         with pytest.raises(ValueError, match="reserve"):
-            VirtualBuffer.import_handles([r], [4 * MiB], reserve=2 * MiB)
+            VirtualBuffer.import_handle([r], [4 * MiB], reserve=2 * MiB)
     finally:
         os.close(r)
         os.close(w)
     with pytest.raises(OSError):  # closed descriptor: the OS's message
-        VirtualBuffer.import_handles([r], [2 * MiB])
+        VirtualBuffer.import_handle([r], [2 * MiB])
+
+
+def test_import_handle_refuses_a_device_buffer_style_call() -> None:
+    # DeviceBuffer.import_handle(data, nbytes, *, pool) opens a pool allocation; the
+    # VirtualBuffer override maps chunks: a call meant for the former fails loudly.
+    with pytest.raises(TypeError, match="DeviceBuffer.import_handle"):
+        VirtualBuffer.import_handle(bytes(64), 2 * MiB)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="pool"):
+        VirtualBuffer.import_handle(bytes(64), 2 * MiB, pool=None)  # type: ignore[call-arg, arg-type]
+    with pytest.raises(TypeError, match="handles must be a sequence"):
+        VirtualBuffer.import_handle(3, [2 * MiB])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="sizes must be a sequence"):
+        VirtualBuffer.import_handle([3], 2 * MiB)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="file descriptors"):
+        VirtualBuffer.import_handle([True], [2 * MiB])
+
+
+def closed_virtual_buffer() -> VirtualBuffer:
+    """A VirtualBuffer that reads as closed, made without the driver: for the checks made
+    before the buffer's state is looked at."""
+    vb = VirtualBuffer.__new__(VirtualBuffer)
+    vb._set_fields(0, None, None, None, None, None, 0)
+    vb._h = None
+    vb._vm = SimpleNamespace(closed=True, asleep=False)  # type: ignore[assignment]
+    return vb
+
+
+@pytest.mark.parametrize(
+    ("access", "exc"),
+    [
+        (True, TypeError),
+        (False, TypeError),
+        (1.0, TypeError),
+        ("rw", TypeError),
+        (None, TypeError),
+        (2, ValueError),
+        (4, ValueError),
+        (-1, ValueError),
+    ],
+)
+def test_set_access_checks_the_access_first(access: object, exc: type[Exception]) -> None:
+    with pytest.raises(exc, match="MemAccess"):
+        closed_virtual_buffer().set_access(0, access)  # type: ignore[arg-type]
+
+
+def test_a_closed_buffer_says_so_before_the_driver() -> None:
+    vb = closed_virtual_buffer()
+    for call in (
+        lambda: vb.set_access(0),
+        lambda: vb.set_access(0, cu.MemAccess.READ),
+        lambda: vb.access(0),
+        lambda: vb.export_handle(),
+    ):
+        with pytest.raises(cu.ClosedError, match="VirtualBuffer is closed"):
+            call()
+
+
+def test_deprecated_size_keyword() -> None:
+    with pytest.warns(DeprecationWarning, match=r"VirtualBuffer\(size=...\).*nbytes=") as rec:
+        with pytest.raises(ValueError, match="nbytes must be >= 0"):
+            VirtualBuffer(4 * MiB, size=-1)  # checked as nbytes is
+    assert [w.filename for w in rec] == [__file__]
+    with pytest.warns(DeprecationWarning, match="size"):
+        with pytest.raises(TypeError, match="nbytes"):
+            VirtualBuffer(4 * MiB, size="1")  # type: ignore[arg-type]
+    for nbytes in (0, 2 * MiB):
+        with pytest.raises(TypeError, match="nbytes= or its deprecated name size=, not both"):
+            VirtualBuffer(4 * MiB, nbytes=nbytes, size=2 * MiB)
+    assert "Deprecated: use ``nbytes``" in (VirtualBuffer.__doc__ or "")
+
+
+def test_deprecated_method_aliases_warn_at_the_caller() -> None:
+    vb = closed_virtual_buffer()
+    with pytest.warns(DeprecationWarning, match=r"VirtualBuffer.export\(\) .*export_handle") as rec:
+        with pytest.raises(cu.ClosedError):
+            vb.export()
+    assert [w.filename for w in rec] == [__file__]
+    with pytest.warns(DeprecationWarning, match="read_write") as rec:
+        with pytest.raises(cu.ClosedError):
+            vb.set_access(0, read_write=False)
+    assert [w.filename for w in rec] == [__file__]
+    with pytest.raises(TypeError, match="not both"):
+        vb.set_access(0, cu.MemAccess.READ, read_write=True)
+    with pytest.raises(TypeError, match="read_write must be True or False"):
+        vb.set_access(0, read_write=1)  # type: ignore[arg-type]
+    with pytest.warns(DeprecationWarning, match=r"import_handles.*import_handle") as rec:
+        with pytest.raises(ValueError, match="non-empty"):
+            VirtualBuffer.import_handles([], [])
+    assert [w.filename for w in rec] == [__file__]
+    for name in ("export", "import_handles"):
+        assert "Deprecated: use" in (getattr(VirtualBuffer, name).__doc__ or ""), name
+    assert "Deprecated: use ``access``" in (VirtualBuffer.set_access.__doc__ or "")
 
 
 def test_is_a_device_buffer_whose_methods_name_their_driver_calls() -> None:
     assert issubclass(VirtualBuffer, cu.DeviceBuffer)
     assert VirtualBuffer.__module__ == "cudriver"
-    for name in ("grow", "shrink", "offload", "restore", "set_access", "export", "close"):
+    for name in (
+        "grow",
+        "shrink",
+        "offload",
+        "restore",
+        "set_access",
+        "export_handle",
+        "import_handle",
+        "close",
+    ):
         doc = getattr(VirtualBuffer, name).__doc__ or ""
         assert "``cuMem" in doc, name
 
@@ -198,7 +301,7 @@ def test_sleep_and_wake_around_a_captured_graph(
     nbytes = 256 * MiB
     n = nbytes // 4
     x0 = (np.arange(n, dtype=np.uint32) % 4093).astype(np.float32)
-    buf = VirtualBuffer(nbytes, size=nbytes)
+    buf = VirtualBuffer(nbytes, nbytes=nbytes)
     ptr = buf.ptr
     buf.copy_from(x0)
     with stream.capture() as g:
@@ -238,11 +341,11 @@ def test_two_processes_share_one_buffer_through_a_file_descriptor(ctx: cu.Contex
     if not ctx.device.attribute(cu.DeviceAttribute.HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED):
         pytest.skip("this device cannot export memory as POSIX file descriptors")
     g = VirtualBuffer(1).granularity
-    buf = VirtualBuffer(8 * g, size=g, handle_type="fd")
+    buf = VirtualBuffer(8 * g, nbytes=g, handle_type="fd")
     buf.grow(2 * g)  # two chunks: two descriptors
     n = buf.nbytes // 4
     buf.copy_from(np.arange(n, dtype=np.uint32))
-    fds = [int(fd) for fd in buf.export()]
+    fds = [int(fd) for fd in buf.export_handle()]
     assert len(fds) == 2
     child_code = textwrap.dedent(
         """
@@ -254,7 +357,7 @@ def test_two_processes_share_one_buffer_through_a_file_descriptor(ctx: cu.Contex
         msg, fds, _flags, _addr = socket.recv_fds(sock, 1024, 8)
         sizes = [int(s) for s in msg.decode().split(",")]
         cu.Device(0).primary_context().set_current()
-        buf = cu.VirtualBuffer.import_handles(fds, sizes)
+        buf = cu.VirtualBuffer.import_handle(fds, sizes)
         for fd in fds:
             os.close(fd)  # an open descriptor would keep the memory allocated
         n = buf.nbytes // 4
@@ -297,7 +400,7 @@ def test_two_processes_share_one_buffer_through_a_file_descriptor(ctx: cu.Contex
 
 @pytest.mark.gpu
 def test_bad_sizes_and_types_on_a_buffer(ctx: cu.Context) -> None:
-    buf = VirtualBuffer(4 * MiB, size=1)
+    buf = VirtualBuffer(4 * MiB, nbytes=1)
     g = buf.granularity
     assert buf.nbytes == g
     for bad, exc in ((0, ValueError), (-1, ValueError), (2**64, ValueError), ("1", TypeError)):
@@ -317,11 +420,19 @@ def test_bad_sizes_and_types_on_a_buffer(ctx: cu.Context) -> None:
     small.close()
     with pytest.raises(TypeError, match="read_write"):
         buf.set_access(0, read_write="yes")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="own device keeps read-write"):
-        buf.set_access(0, read_write=False)
+    for refused in (cu.MemAccess.READ, cu.MemAccess.NONE, 1, 0):
+        with pytest.raises(ValueError, match="own device keeps read-write"):
+            buf.set_access(0, refused)
+    with pytest.raises(TypeError, match="MemAccess"):
+        buf.set_access(0, True)
+    with pytest.raises(ValueError, match="MemAccess"):
+        buf.set_access(0, 2)
     buf.set_access(0)  # already read-write: no change
+    buf.set_access(0, cu.MemAccess.READ_WRITE)
+    assert buf.access(0) is cu.MemAccess.READ_WRITE
+    assert buf.access(ctx.device) is cu.MemAccess.READ_WRITE
     with pytest.raises(ValueError, match="handle_type"):
-        buf.export()
+        buf.export_handle()
     with pytest.raises(ValueError, match="not offloaded"):
         buf.restore()
     view = buf[0:16]
@@ -334,8 +445,29 @@ def test_bad_sizes_and_types_on_a_buffer(ctx: cu.Context) -> None:
 
 
 @pytest.mark.gpu
+def test_deprecated_spellings_behave_like_the_new_ones(ctx: cu.Context) -> None:
+    with pytest.warns(DeprecationWarning, match="size") as rec:
+        old = VirtualBuffer(4 * MiB, size=1)
+    assert [w.filename for w in rec] == [__file__]
+    new = VirtualBuffer(4 * MiB, nbytes=1)
+    assert old.nbytes == new.nbytes == new.granularity and old.chunks == new.chunks
+    with pytest.warns(DeprecationWarning, match="read_write"):
+        old.set_access(ctx.device, read_write=True)  # the own device: read-write, no change
+    with pytest.warns(DeprecationWarning, match="read_write"):
+        with pytest.raises(ValueError, match="own device keeps read-write"):
+            old.set_access(ctx.device, read_write=False)  # MemAccess.READ
+    assert old.access(ctx.device) is cu.MemAccess.READ_WRITE
+    with pytest.warns(DeprecationWarning, match="export"):
+        with pytest.raises(ValueError, match="handle_type"):
+            old.export()
+    assert new.device is ctx.device and new.view(0, 16).device is ctx.device
+    old.close()
+    new.close()
+
+
+@pytest.mark.gpu
 def test_a_closed_buffer_refuses_everything(ctx: cu.Context) -> None:
-    buf = VirtualBuffer(4 * MiB, size=2 * MiB)
+    buf = VirtualBuffer(4 * MiB, nbytes=2 * MiB)
     buf.close()
     buf.close()  # idempotent
     assert buf.closed and repr(buf) == "<cudriver.VirtualBuffer closed>"
@@ -344,14 +476,14 @@ def test_a_closed_buffer_refuses_everything(ctx: cu.Context) -> None:
         lambda: buf.shrink(MiB),
         lambda: buf.offload(),
         lambda: buf.restore(),
-        lambda: buf.export(),
+        lambda: buf.export_handle(),
         lambda: buf.set_access(0),
         lambda: buf.copy_to(),
         lambda: buf.ptr,
     ):
         with pytest.raises(cu.ClosedError, match="VirtualBuffer is closed"):
             call()
-    asleep = VirtualBuffer(4 * MiB, size=2 * MiB)
+    asleep = VirtualBuffer(4 * MiB, nbytes=2 * MiB)
     asleep.offload()
     with pytest.raises(cu.ClosedError, match="offloaded"):
         asleep.offload()
@@ -365,7 +497,7 @@ def test_a_closed_buffer_refuses_everything(ctx: cu.Context) -> None:
 @pytest.mark.gpu
 def test_device_buffer_behaviour_and_memory_returned(ctx: cu.Context, stream: cu.Stream) -> None:
     free0 = cu.mem_get_info()[0]
-    buf = VirtualBuffer(1 << 30, size=64 * MiB)
+    buf = VirtualBuffer(1 << 30, nbytes=64 * MiB)
     assert cu.mem_get_info()[0] <= free0 - 64 * MiB
     x = np.random.default_rng(3).integers(0, 255, buf.nbytes, dtype=np.uint8)
     buf.copy_from(x, stream=stream)
@@ -397,7 +529,7 @@ def test_device_buffer_behaviour_and_memory_returned(ctx: cu.Context, stream: cu
 def test_resizing_inside_a_capture_is_refused_and_the_capture_survives(
     ctx: cu.Context, stream: cu.Stream
 ) -> None:
-    buf = VirtualBuffer(8 * MiB, size=4 * MiB)
+    buf = VirtualBuffer(8 * MiB, nbytes=4 * MiB)
     with stream.capture() as g:
         buf.fill(1, stream=stream)
         for call in (lambda: buf.grow(MiB), buf.offload, lambda: buf.shrink(buf.nbytes)):
@@ -416,8 +548,8 @@ def test_fabric_handles_where_the_driver_supports_them(ctx: cu.Context) -> None:
     if not ctx.device.attribute(cu.DeviceAttribute.HANDLE_TYPE_FABRIC_SUPPORTED):
         pytest.skip("this device has no fabric handles (HANDLE_TYPE_FABRIC_SUPPORTED is 0)")
     try:
-        buf = VirtualBuffer(4 * MiB, size=2 * MiB, handle_type="fabric")
-        handles = buf.export()
+        buf = VirtualBuffer(4 * MiB, nbytes=2 * MiB, handle_type="fabric")
+        handles = buf.export_handle()
     except cu.CudaError as exc:  # e.g. no IMEX channel on this machine
         pytest.skip(f"fabric handles are not usable here: {exc}")
     assert [type(h) for h in handles] == [bytes] and len(handles[0]) == 64
@@ -438,7 +570,8 @@ def test_a_kernel_on_a_peer_device_reads_the_buffer() -> None:
     c0.set_current()
     n = 1 << 18
     x = np.random.default_rng(5).standard_normal(n).astype(np.float32)
-    buf = VirtualBuffer(64 * MiB, device=d0, size=x.nbytes, access=[d1])
+    buf = VirtualBuffer(64 * MiB, device=d0, nbytes=x.nbytes, access=[d1])
+    assert buf.access(d1) is cu.MemAccess.READ_WRITE and buf.access(d0) is cu.MemAccess.READ_WRITE
     buf.view(0, x.nbytes).copy_from(x)
     gather = load_kernels(c1, KERNELS, "gather")["gather"]  # makes c1 current
     try:
@@ -498,7 +631,7 @@ def test_closed_while_another_thread_launches_on_it() -> None:
 
         # Direct launches: the ones after close() see a ClosedError; those before it
         # have run when the release unmaps (it waits with cuCtxSynchronize).
-        buf = cu.VirtualBuffer(8 << 20, size=8 << 20)
+        buf = cu.VirtualBuffer(8 << 20, nbytes=8 << 20)
         n = buf.nbytes // 4
         stop = threading.Event()
         t, out = in_thread(lambda: fill.launch(s, n // 256, 256, buf, np.uint32(3), n), stop)
@@ -514,7 +647,7 @@ def test_closed_while_another_thread_launches_on_it() -> None:
 
         # A prepared launch holds a lease: it keeps launching on mapped memory after
         # close(), and the memory is unmapped once the plan is gone.
-        buf = cu.VirtualBuffer(8 << 20, size=8 << 20)
+        buf = cu.VirtualBuffer(8 << 20, nbytes=8 << 20)
         free_mapped = cu.mem_get_info()[0]
         plan = fill.prepare(n // 256, 256, buf, np.uint32(5), n)
         stop = threading.Event()
@@ -536,7 +669,7 @@ def test_closed_while_another_thread_launches_on_it() -> None:
         # offload() while another thread launches: the launches after it see the
         # buffer offloaded; those already on their way reach the driver before the unmap.
         for _ in range(5):
-            buf = cu.VirtualBuffer(8 << 20, size=8 << 20)
+            buf = cu.VirtualBuffer(8 << 20, nbytes=8 << 20)
             stop = threading.Event()
             t, out = in_thread(lambda: fill.launch(s, n // 256, 256, buf, np.uint32(3), n), stop)
             time.sleep(0.05)
@@ -568,7 +701,7 @@ def test_collected_with_work_in_flight() -> None:
         (spin_fill,) = kernels("spin_fill")
         s = cu.Stream(non_blocking=True)
         free0 = cu.mem_get_info()[0]
-        buf = cu.VirtualBuffer(64 << 20, size=64 << 20)
+        buf = cu.VirtualBuffer(64 << 20, nbytes=64 << 20)
         spin_fill.launch(s, 4, 256, buf, np.uint32(7), 1024, 200_000_000)
         assert not s.query()
         del buf
@@ -591,7 +724,7 @@ def test_closed_inside_a_capture_the_graph_keeps_it() -> None:
         ctx = make_current()
         (fill,) = kernels("fill")
         s = cu.Stream(non_blocking=True)
-        buf = cu.VirtualBuffer(4 << 20, size=4 << 20)
+        buf = cu.VirtualBuffer(4 << 20, nbytes=4 << 20)
         n = buf.nbytes // 4
         out = cu.DeviceBuffer(buf.nbytes)
         with s.capture() as g:

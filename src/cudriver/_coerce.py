@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import warnings
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -38,6 +39,10 @@ __all__ = [
     "HostMemory",
     "PoolBase",
     "stream_handle",
+    "raw_stream_handle",
+    "NONE_STREAM",
+    "deprecated",
+    "renamed_keyword",
     "device_address",
     "int_arg",
     "uint_arg",
@@ -96,8 +101,16 @@ class Memory(Handle):
 
 
 #: What stream arguments accept: a Stream, a ``__cuda_stream__`` object, a
-#: ``CUstream``, an int handle, or None (the legacy default stream).
+#: ``CUstream`` or an int handle. Calls that only enqueue work refuse None (see
+#: :func:`stream_handle`); calls that may complete the work themselves (copies,
+#: fills) take ``stream=None`` to mean "done when the call returns".
 StreamLike = StreamBase | SupportsCudaStream | Any | int | None
+
+#: What a call that only enqueues work says when given ``stream=None``.
+NONE_STREAM = (
+    "a stream is required, not None: this call only enqueues work; pass a "
+    "cudriver.Stream, or cudriver.Stream.legacy() for the legacy default stream"
+)
 
 
 class DeviceMemory(Memory):
@@ -130,6 +143,44 @@ class PoolBase(Handle):
     def _note_stream(self, st: Any) -> None:
         """Memory from this pool is freed on the stream of release state ``st`` (pinned)."""
 
+    @staticmethod
+    def _of(buf: DeviceMemory) -> PoolBase:
+        """The pool ``buf`` was allocated from (one it keeps), for ``export_handle``.
+
+        ValueError, saying which allocations travel, for a view or for memory that no
+        cudriver pool gave.
+        """
+        base = getattr(buf, "_base", None)
+        if base is not None:
+            raise ValueError(
+                f"export_handle(): this buffer is a view (at byte offset "
+                f"{getattr(buf, '_offset', 0)}) of another allocation; only whole "
+                "allocations travel: export its base (buf.base.export_handle()) and send "
+                "the offset along"
+            )
+        for k in buf._state.keep or ():
+            if isinstance(k, PoolBase):
+                return k
+        raise ValueError(
+            f"export_handle(): this {buf._kind} was not allocated from a cudriver.MemoryPool; "
+            "only an allocation from a MemoryPool made with ipc=True can travel to another "
+            "process (pool.allocate(n, stream=s), or DeviceBuffer(n, stream=s, pool=pool))"
+        )
+
+    def _export_pointer(self, buf: DeviceMemory) -> bytes:
+        """The bytes that open ``buf`` (an allocation from this pool) in another process.
+
+        :meth:`cudriver.DeviceBuffer.export_handle` calls it on the pool the buffer keeps.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot export its allocations")
+
+    def _import_pointer(self, cls: type[Any], data: Any, nbytes: Any) -> Any:
+        """A new owned ``cls`` over the allocation ``data`` opens in this (imported) pool.
+
+        :meth:`cudriver.DeviceBuffer.import_handle` calls it; the arguments are checked here.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot import allocations")
+
 
 def _foreign_int(obj: Any) -> int | None:
     proto = getattr(obj, "__cuda_stream__", None)
@@ -158,11 +209,14 @@ def _foreign_int(obj: Any) -> int | None:
 
 
 def stream_handle(stream: StreamLike) -> Any:
-    """The raw ``CUstream`` for any stream-like argument.
+    """The raw ``CUstream`` for any stream-like argument of a call that enqueues work.
 
     Accepts a :class:`~cudriver.Stream`, an object with ``__cuda_stream__`` (PyTorch,
-    CuPy, cuda.core streams) or ``cuda_stream``, a ``CUstream``, an int, or None (the
-    legacy default stream). A closed Stream raises :class:`~cudriver.ClosedError`.
+    CuPy, cuda.core streams) or ``cuda_stream``, a ``CUstream`` or an int (0 is the
+    NULL stream, as the driver reads it). None raises ``TypeError`` naming
+    :meth:`~cudriver.Stream.legacy` (the one stream rule: a call that only enqueues
+    work never picks a stream for the caller). A closed Stream raises
+    :class:`~cudriver.ClosedError`.
     """
     if isinstance(stream, StreamBase):
         h = stream._h
@@ -170,7 +224,7 @@ def stream_handle(stream: StreamLike) -> Any:
             stream._raise_closed()
         return h
     if stream is None:
-        return _NULL_STREAM
+        raise TypeError(NONE_STREAM)
     if isinstance(stream, _drv.CUstream):
         return stream
     if isinstance(stream, int) and not isinstance(stream, bool):
@@ -185,6 +239,40 @@ def stream_handle(stream: StreamLike) -> Any:
         f"expected a stream (cudriver.Stream, an object with __cuda_stream__, a CUstream "
         f"or an int), not {type(stream).__name__}"
     )
+
+
+def deprecated(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Warn that ``old`` (a name or a spelling of a call) is deprecated for ``new``.
+
+    A :class:`DeprecationWarning` attributed to the caller of the deprecated API
+    (``stacklevel`` 3: the caller of the function that calls this one).
+    """
+    warnings.warn(
+        f"{old} is deprecated and will be removed before cudriver 1.0: use {new}",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def renamed_keyword(func: str, old: str, old_value: Any, new: str, new_value: Any) -> Any:
+    """The value of keyword ``new`` given under its deprecated name ``old``.
+
+    Warns (see :func:`deprecated`, attributed to the caller of ``func``); giving both
+    names is a ``TypeError``.
+    """
+    if new_value is not None:
+        raise TypeError(f"{func}() takes {new}= or its deprecated name {old}=, not both")
+    deprecated(f"{func}({old}=...)", f"{func}({new}=...)", stacklevel=4)
+    return old_value
+
+
+def raw_stream_handle(stream: StreamLike) -> Any:
+    """:func:`stream_handle`, with None read as the NULL stream, as the driver reads it.
+
+    Only for the drop-in mirror (:mod:`cudriver.driver`), whose arguments mean what
+    the bindings' arguments mean.
+    """
+    return _NULL_STREAM if stream is None else stream_handle(stream)
 
 
 def _int_address(x: Any) -> int | None:

@@ -32,7 +32,7 @@ from ._coerce import (
     stream_handle,
 )
 from .device import enter_context, leave_context
-from .errors import ClosedError, checked, error_for
+from .errors import ClosedError, StreamCaptureError, checked, error_for
 
 _B = TypeVar("_B")
 
@@ -251,20 +251,20 @@ def operand(obj: object, *, writable: bool, role: str) -> Operand:
     return False, int(arr.__array_interface__["data"][0]), mv.nbytes, arr, None
 
 
-def fill_args(value: object, width: object) -> tuple[int, int]:
-    """``(width in bytes, unsigned value)`` for ``fill``."""
-    if width is not None:
-        w = int_arg(width, "width")
+def fill_args(value: object, element_size: object) -> tuple[int, int]:
+    """``(element size in bytes, unsigned value)`` for ``fill`` and memset nodes."""
+    if element_size is not None:
+        w = int_arg(element_size, "element_size")
         if w not in (1, 2, 4):
-            raise ValueError(f"width must be 1, 2 or 4 bytes, not {w}")
+            raise ValueError(f"element_size must be 1, 2 or 4 bytes, not {w}")
     if isinstance(value, np.generic):
         size = value.dtype.itemsize
         if size not in (1, 2, 4):
             raise ValueError(
                 f"a {value.dtype} fill value has {size} bytes; fill takes 1, 2 or 4-byte values"
             )
-        if width is not None and w != size:
-            raise ValueError(f"fill value is {value.dtype} ({size} bytes) but width={w}")
+        if element_size is not None and w != size:
+            raise ValueError(f"fill value is {value.dtype} ({size} bytes) but element_size={w}")
         # The value's bit pattern, so np.float32(1.0) or np.int16(-1) fill as expected.
         bits = np.asarray(value).reshape(1).view(f"u{size}")[0]
         return size, int(bits)
@@ -277,7 +277,7 @@ def fill_args(value: object, width: object) -> tuple[int, int]:
         raise TypeError(
             f"fill value must be an int or a numpy scalar, not {type(value).__name__}{hint}"
         )
-    w = 1 if width is None else w
+    w = 1 if element_size is None else w
     top = (1 << (8 * w)) - 1
     if not 0 <= value <= top:
         raise ValueError(f"fill value {value} does not fit in {w} byte(s): 0..{top}")
@@ -328,6 +328,22 @@ def _order_after_stream(other: int, queue: Any) -> None:
     order_after(queue, other)
 
 
+def _refuse_capturing(q: Any) -> None:
+    """Refuse to complete work on stream ``q`` while it captures (it would break the capture).
+
+    A stream-ordered buffer's operations without ``stream=`` run on its stream and wait
+    for it: the wait would invalidate the capture, so they are refused first.
+    """
+    if _cuStreamIsCapturing(q) != _CAPTURE_NONE:
+        raise StreamCaptureError(
+            _drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+            _cuStreamSynchronize.__name__,
+            "this stream-ordered buffer's stream is capturing: an operation without "
+            "stream= completes before returning, which a capture forbids; pass "
+            "stream= to capture it",
+        )
+
+
 def enqueue(
     buf: Any, stream: StreamLike, other: int | None, keep: Any, fn: Any, args: tuple[Any, ...]
 ) -> None:
@@ -342,8 +358,10 @@ def enqueue(
     """
     if stream is None:
         st = buf._stream
-        if st is not None and st._h is None:
-            raise ClosedError("the stream of this stream-ordered DeviceBuffer is closed")
+        if st is not None:
+            if st._h is None:
+                raise ClosedError("the stream of this stream-ordered DeviceBuffer is closed")
+            _refuse_capturing(buf._sync_h)
         sh, q = None, buf._sync_h
     else:
         sh = q = stream_handle(stream)

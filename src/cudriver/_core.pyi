@@ -19,7 +19,10 @@ class HandleRoot:
     _state: Any
 
 class StreamCore(HandleRoot): ...
-class EventCore(HandleRoot): ...
+
+class EventCore(HandleRoot):
+    _recorded_on: int
+
 class GraphExecCore(HandleRoot): ...
 class KernelCore(HandleRoot): ...
 
@@ -58,3 +61,5 @@ class State:
     def __init__(
         self, handle: Any, release: Any, func: Any, kind: Any, keep: Any, on_release: Any
     ) -> None: ...
+
+NO_BLOCK: object

@@ -166,6 +166,7 @@ cdef object _settle = None         # _handle.settle
 cdef object _REAPING = None        # _handle._reaping (held during the thread's pass)
 cdef dict _PENDING = None          # _hostfn.PENDING
 cdef object _after_sync = None     # _hostfn.after_sync
+cdef object _after_event_sync = None  # _hostfn.after_event_sync
 cdef dict _EAGER = None            # _hostfn._eager
 cdef object _KEYS = None           # _hostfn._keys
 cdef object _find_record = None    # _hostfn._find (captured records)
@@ -188,6 +189,7 @@ def configure():
     """Connect the core to the Python modules; ``cudriver/__init__`` calls it once."""
     global _ready, _GUARD, _error_for, _CUresult, _drv, _ACTIVE, _DEFERRED, _drain
     global _collected, _unpinned, _wake, _settle, _REAPING, _PENDING, _after_sync, _EAGER, _KEYS, _find_record
+    global _after_event_sync
     global _trampoline_failed, _DeviceMemory, _WaitCondition, _store
     global _ADOPTED, _OWNED, _LEGACY, _CUdeviceptr, _free_async_py, _SUCCESS_TUPLE, _ATTR_64
     global _LaunchConfig, _PoolBase
@@ -209,6 +211,7 @@ def configure():
     _REAPING = _handle._reaping
     _PENDING = _hostfn.PENDING
     _after_sync = _hostfn.after_sync
+    _after_event_sync = _hostfn.after_event_sync
     _EAGER = _hostfn._eager
     _KEYS = _hostfn._keys
     _find_record = _hostfn._find
@@ -262,10 +265,7 @@ cdef inline bint _int_stream(object s, uintptr_t* out) except -1:
             return False
         out[0] = <uintptr_t>r._key
         return True
-    if s is None:
-        out[0] = 0
-        return True
-    return False
+    return False  # None (refused by the pure path), a foreign stream, an int, ...
 
 
 cdef inline object _pin(object o):
@@ -427,6 +427,7 @@ cdef class StreamCore(HandleRoot):
         _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuEventRecord")
+        (<EventCore>event)._recorded_on = <uintptr_t>self._key if self._key else 1
         return event
 
     def __cuda_stream__(self):
@@ -676,9 +677,13 @@ def eventfd_post_address():
 
 # -- events -------------------------------------------------------------------------------------
 cdef class EventCore(HandleRoot):
-    """Compiled methods of :class:`cudriver.Event`."""
+    """Compiled methods of :class:`cudriver.Event`, and the stream of its last record."""
 
-    def record(self, stream=None):
+    # The stream (handle value; the NULL stream as 1) of the last record, 0 before any:
+    # synchronize() re-raises the errors of host functions that ran there.
+    cdef public unsigned long long _recorded_on
+
+    def record(self, stream):
         cdef CUresult st
         cdef uintptr_t s = 0
         cdef void* e
@@ -694,6 +699,7 @@ cdef class EventCore(HandleRoot):
         _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuEventRecord")
+        self._recorded_on = s if s else 1
         return self
 
     def _done_now(self):
@@ -727,6 +733,8 @@ cdef class EventCore(HandleRoot):
             raise _error(st, "cuEventSynchronize")
         if _DEFERRED or _REAPING.locked():
             _settle()
+        if _PENDING and self._recorded_on:
+            _after_event_sync(self._recorded_on)
 
 
 # -- executable graphs --------------------------------------------------------------------------
@@ -877,10 +885,15 @@ cdef int _unpin_held(PyObject** held, Py_ssize_t n) except -1:
     return 0
 
 
+#: ``block`` of ``Kernel.launch(stream, config, *args)`` when no argument follows the
+#: config (``launch.NO_BLOCK`` is this object in compiled mode).
+NO_BLOCK = object()
+
+
 cdef class KernelCore(HandleRoot):
     """Compiled methods of :class:`cudriver.Kernel`."""
 
-    def launch(self, stream, grid, block, *args, shared_mem=0, config=None):
+    def launch(self, stream, grid, block=NO_BLOCK, *args, shared_mem=0, config=None):
         cdef unsigned int g[3]
         cdef unsigned int b[3]
         cdef uintptr_t s = 0
@@ -955,8 +968,8 @@ cdef class KernelCore(HandleRoot):
 
 cdef object _config_attrs(config):
     """A LaunchConfig's C attribute array (empty: none set), or None for another type."""
-    if type(config) is not _LaunchConfig:
-        return None
+    if type(config) is not _LaunchConfig or config.grid is not None:
+        return None  # the pure path checks it (a config with a shape goes in its place)
     c = config.__dict__.get("_cattrs")
     if c is None:
         c = config._c_attributes()

@@ -2,7 +2,8 @@
 
 Each mirrors one ``cuda.bindings.driver`` enum without its prefix. Wherever cudriver
 takes one of them, the bindings' own members and plain ints are accepted too. Also
-:class:`AccessPolicyWindow`, the value type made of them that streams take.
+:class:`AccessPolicyWindow`, the value type made of them that streams take, and
+:class:`ComputeCapability`, the value type devices return.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
+from typing import NamedTuple
 
 __all__ = [
     "DeviceAttribute",
@@ -28,6 +30,7 @@ __all__ = [
     "MemAccess",
     "MemAdvise",
     "AccessPolicyWindow",
+    "ComputeCapability",
 ]
 
 
@@ -246,7 +249,10 @@ class AccessProperty(IntEnum):
 
 
 class MemAttach(IntFlag):
-    """Flags for :meth:`Stream.attach_mem_async` (``CUmemAttach_flags``)."""
+    """Where managed memory is attached (``CUmemAttach_flags``).
+
+    For :meth:`Stream.attach_memory` and ``ManagedBuffer(attach=)``.
+    """
 
     GLOBAL = 1
     HOST = 2
@@ -508,3 +514,21 @@ def _size_field(value: object, name: str) -> int:
 
 
 AccessPolicyWindow.__module__ = "cudriver"
+
+
+class ComputeCapability(NamedTuple):
+    """A device's compute capability, e.g. ``ComputeCapability(9, 0)``."""
+
+    major: int
+    minor: int
+
+    @property
+    def arch(self) -> str:
+        """The architecture name NVRTC and ptxas take, e.g. ``"sm_90"``."""
+        return f"sm_{self.major}{self.minor}"
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+
+ComputeCapability.__module__ = "cudriver"

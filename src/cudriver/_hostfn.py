@@ -67,6 +67,7 @@ __all__ = [
     "graph_record",
     "PENDING",
     "after_sync",
+    "after_event_sync",
     "after_context_sync",
     "watch_stream",
     "registry_size",
@@ -421,6 +422,22 @@ def after_sync(stream_key: int) -> None:
             _release_holds(lambda r: r._stream_key == k)
     if errs:
         _raise(errs)
+
+
+def after_event_sync(stream_key: int) -> None:
+    """Called after a successful ``Event.synchronize()``: raise its stream's errors.
+
+    The errors of the host functions that ran on the stream the event was last
+    recorded on. Unlike :func:`after_sync`, keeps the holds of graph launches on that stream: work
+    enqueued there after the record may still be running.
+    """
+    k = _stream_key(stream_key)
+    with _lock:
+        errs = PENDING.get(k)
+        if not errs:
+            return
+        PENDING[k] = []
+    _raise(errs)
 
 
 def after_context_sync(ctx_key: int) -> None:

@@ -88,6 +88,12 @@ class _PureGraphExecCore(_PureHandleRoot):
     __slots__ = ("_host_records", "_streams")
 
 
+class _PureEventCore(_PureHandleRoot):
+    """The pure-Python stand-in for ``EventCore``: the stream of the event's last record."""
+
+    __slots__ = ("_recorded_on",)
+
+
 class _PureBase:
     """The pure-Python stand-in for a core base: no fields, no methods."""
 
@@ -110,6 +116,7 @@ def base(name: str) -> type:
             "PlanCore": _PurePlanCore,
             "BufferCore": _PureBufferCore,
             "GraphExecCore": _PureGraphExecCore,
+            "EventCore": _PureEventCore,
         }
         return pure.get(name, _PureBase)
     cls: type = getattr(core, name)
@@ -119,7 +126,7 @@ def base(name: str) -> type:
 if TYPE_CHECKING:
     HandleRoot = _PureHandleRoot
     StreamCore = _PureBase
-    EventCore = _PureBase
+    EventCore = _PureEventCore
     GraphExecCore = _PureGraphExecCore
     KernelCore = _PureBase
     PlanCore = _PurePlanCore

@@ -26,6 +26,7 @@ the release: the releasing thread idles while a capture is open.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 from collections.abc import Iterable
@@ -35,6 +36,7 @@ from cuda.bindings import driver as _drv
 
 from . import driver as _cd
 from ._bindings import SUCCESS
+from ._coerce import nbytes_arg
 from ._enums import DeviceAttribute
 from ._handle import Handle, _warn, release_with
 from .device import Context, Device, call_in_context
@@ -63,6 +65,7 @@ __all__ = [
     "refuse_in_capture",
     "kind_arg",
     "devices_arg",
+    "import_args",
     "require",
     "round_up",
 ]
@@ -289,11 +292,17 @@ class Space:
             )
 
     def descs(self) -> list[Any]:
-        """A ``CUmemAccessDesc`` per device with access (made once per change of access)."""
+        """A ``CUmemAccessDesc`` per device with access (made once per change of access).
+
+        A device whose access was taken away (``NONE``) needs none: new memory is not
+        accessible until granted.
+        """
         out = self.made
         if out is None:
             out = []
             for ordinal, flags in self.access.items():
+                if int(flags) == 0:  # CU_MEM_ACCESS_FLAGS_PROT_NONE
+                    continue
                 d = _drv.CUmemAccessDesc()
                 d.location = _location(Device(ordinal))
                 d.flags = flags
@@ -400,6 +409,51 @@ def devices_arg(access: object) -> list[Device | int]:
             raise TypeError(f"access entries must be Devices or ordinals, not {type(d).__name__}")
         out.append(d)
     return out
+
+
+def import_args(
+    handles: object, sizes: object, reserve: object
+) -> tuple[list[Any], list[int], str, int]:
+    """``VirtualBuffer.import_handle``'s arguments checked: ``(handles, sizes, kind, reserve)``.
+
+    TypeError for a wrong type (a bool is no descriptor; bytes are no sequence of
+    handles: the 64 bytes of a pool allocation open with ``DeviceBuffer.import_handle``),
+    ValueError for a bad value, OSError for a descriptor that is not open.
+    """
+    if isinstance(handles, bytes | bytearray | str) or not isinstance(handles, Iterable):
+        raise TypeError(
+            "handles must be a sequence of file descriptors (ints) or 64-byte fabric "
+            f"handles, as export_handle() returns, not {type(handles).__name__} (the 64 "
+            "bytes of a pool allocation open with DeviceBuffer.import_handle)"
+        )
+    if isinstance(sizes, bytes | bytearray | str) or not isinstance(sizes, Iterable):
+        raise TypeError(
+            f"sizes must be a sequence of ints (the exporter's chunks), not {type(sizes).__name__}"
+        )
+    hs = list(handles)
+    ss = [nbytes_arg(s, "sizes entry") for s in sizes]
+    if not hs or len(hs) != len(ss):
+        raise ValueError(
+            f"handles and sizes must be non-empty and of one length, not {len(hs)} and {len(ss)}"
+        )
+    if all(isinstance(h, int) and not isinstance(h, bool) for h in hs):
+        kind = "fd"
+        for h in hs:
+            if h < 0:
+                raise ValueError(f"handles entry {h} is not a file descriptor")
+            os.fstat(h)  # a closed descriptor fails here, with the OS's message
+    elif all(isinstance(h, bytes | bytearray) and len(h) == FABRIC_BYTES for h in hs):
+        kind = "fabric"
+    else:
+        raise TypeError(
+            "handles must be file descriptors (ints) or 64-byte fabric handles (bytes), as "
+            "export_handle() returns"
+        )
+    total = sum(ss)
+    rsv = total if reserve is None else nbytes_arg(reserve, "reserve")
+    if rsv < total:
+        raise ValueError(f"reserve {rsv} is smaller than the {total} bytes to import")
+    return hs, ss, kind, rsv
 
 
 def require(dev: Device, attr: DeviceAttribute, what: str) -> None:

@@ -598,7 +598,9 @@ def run_stream_less(
             r = _cuEventRecord(done, q)
             if r[0] is not SUCCESS:
                 raise error_for(r[0], _cuEventRecord)
-        r = _cuEventSynchronize(done)
+        # RELAXED while a capture is open: a thread that captures (THREAD_LOCAL, GLOBAL)
+        # may wait for this work, which is not captured, without breaking its capture.
+        r = relaxed(functools.partial(_cuEventSynchronize, done))
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventSynchronize)
     finally:

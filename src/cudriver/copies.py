@@ -3,9 +3,13 @@
 Operands are what :meth:`DeviceBuffer.copy_from` takes: device, managed and pinned
 buffers, numpy arrays and bytes-like objects (host memory), and objects with
 ``__cuda_array_interface__``. Every size is checked against the operands before the
-first driver call. Without ``stream=`` a call is synchronous (enqueued on the legacy
-default stream, or on its stand-in while a capture is open, and waited for); with one
-it is only enqueued.
+first driver call. Without ``stream=`` a call has completed when it returns (enqueued
+on the legacy default stream, or on a private stand-in stream while a capture is open,
+and waited for with ``cuEventSynchronize``); with one it is only enqueued.
+
+Sizes are named by what they count: ``width_bytes`` (a copy's row, in bytes),
+``width`` (a 2D fill's row, in elements), ``element_size`` (bytes per element of a
+fill), pitches in bytes.
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ from cuda.bindings import driver as _drv
 
 from . import _handle, capture
 from ._bindings import SUCCESS
-from ._coerce import StreamLike, device_address, nbytes_arg, stream_handle, uint_arg
+from ._coerce import (
+    StreamLike,
+    device_address,
+    nbytes_arg,
+    renamed_keyword,
+    stream_handle,
+    uint_arg,
+)
 from ._copy import Operand, fill_args, memory_side, operand, order_after
 from .errors import error_for
 from .memory import DeviceBuffer
@@ -35,7 +46,7 @@ def _pitch(value: Any, width: int, name: str) -> int:
         return width
     p = uint_arg(value, name)
     if p < width:
-        raise ValueError(f"{name} ({p}) is smaller than the row width ({width} bytes)")
+        raise ValueError(f"{name} ({p}) is smaller than a row ({width} bytes)")
     return p
 
 
@@ -77,25 +88,28 @@ def copy_2d(
     dst: Any,
     src: Any,
     *,
-    width: int,
+    width_bytes: int | None = None,
     height: int,
     dst_pitch: int | None = None,
     src_pitch: int | None = None,
     stream: StreamLike = None,
+    width: int | None = None,
 ) -> None:
-    """Copy ``height`` rows of ``width`` bytes (``cuMemcpy2DAsync``).
+    """Copy ``height`` rows of ``width_bytes`` bytes (``cuMemcpy2DAsync``).
 
     Row ``i`` starts at byte ``i * src_pitch`` of ``src`` and ``i * dst_pitch`` of
-    ``dst``; the pitches default to ``width`` (packed rows). Any two of host, pinned,
-    device and managed memory.
+    ``dst``; the pitches default to ``width_bytes`` (packed rows). Any two of host,
+    pinned, device and managed memory. Without ``stream``, the copy has completed on
+    return (see the module docstring); ``width`` is the deprecated name of
+    ``width_bytes``.
 
     Raises
     ------
     ValueError
-        A pitch smaller than ``width``, or an operand smaller than
-        ``pitch * (height - 1) + width`` bytes.
+        A pitch smaller than ``width_bytes``, or an operand smaller than
+        ``pitch * (height - 1) + width_bytes`` bytes.
     """
-    w = nbytes_arg(width, "width")
+    w = _width_bytes("copy_2d", width_bytes, width)
     h = nbytes_arg(height, "height")
     dp = _pitch(dst_pitch, w, "dst_pitch")
     sp = _pitch(src_pitch, w, "src_pitch")
@@ -115,7 +129,7 @@ def copy_3d(
     dst: Any,
     src: Any,
     *,
-    width: int,
+    width_bytes: int | None = None,
     height: int,
     depth: int,
     dst_pitch: int | None = None,
@@ -123,14 +137,16 @@ def copy_3d(
     dst_height: int | None = None,
     src_height: int | None = None,
     stream: StreamLike = None,
+    width: int | None = None,
 ) -> None:
-    """Copy ``depth`` slices of ``height`` rows of ``width`` bytes (``cuMemcpy3DAsync``).
+    """Copy ``depth`` slices of ``height`` rows of ``width_bytes`` bytes (``cuMemcpy3DAsync``).
 
     Row ``j`` of slice ``k`` starts at byte ``(k * <side>_height + j) * <side>_pitch``
-    of each operand. Pitches default to ``width``, slice heights (in rows) to
-    ``height``. Any two of host, pinned, device and managed memory.
+    of each operand. Pitches default to ``width_bytes``, slice heights (in rows) to
+    ``height``. Any two of host, pinned, device and managed memory. ``width`` is the
+    deprecated name of ``width_bytes``.
     """
-    w = nbytes_arg(width, "width")
+    w = _width_bytes("copy_3d", width_bytes, width)
     h = nbytes_arg(height, "height")
     z = nbytes_arg(depth, "depth")
     dp = _pitch(dst_pitch, w, "dst_pitch")
@@ -150,6 +166,15 @@ def copy_3d(
     _run(stream, (dst, src), _cuMemcpy3DAsync, p, ops=(d, s))
 
 
+def _width_bytes(func: str, width_bytes: Any, width: Any) -> int:
+    """``width_bytes`` checked, or the deprecated ``width=`` it was given as."""
+    if width is not None:
+        width_bytes = renamed_keyword(func, "width", width, "width_bytes", width_bytes)
+    if width_bytes is None:
+        raise TypeError(f"{func}() missing the keyword argument width_bytes (a row, in bytes)")
+    return nbytes_arg(width_bytes, "width_bytes")
+
+
 def _rows(value: Any, height: int, name: str) -> int:
     if value is None:
         return height
@@ -166,16 +191,21 @@ def memset_2d(
     width: int,
     height: int,
     pitch: int | None = None,
-    element_width: int | None = None,
+    element_size: int | None = None,
     stream: StreamLike = None,
+    element_width: int | None = None,
 ) -> None:
     """Set ``height`` rows of ``width`` elements to ``value`` (``cuMemsetD2D8/16/32Async``).
 
-    ``value`` and ``element_width`` (1, 2 or 4 bytes) as for :meth:`DeviceBuffer.fill`;
+    ``value`` and ``element_size`` (1, 2 or 4 bytes) as for :meth:`DeviceBuffer.fill`;
     ``pitch`` is in bytes (default: the row's size). ``dst`` is device memory: a
-    buffer or an address.
+    buffer or an address. ``element_width`` is the deprecated name of ``element_size``.
     """
-    ew, v = fill_args(value, element_width)
+    if element_width is not None:
+        element_size = renamed_keyword(
+            "memset_2d", "element_width", element_width, "element_size", element_size
+        )
+    ew, v = fill_args(value, element_size)
     w = nbytes_arg(width, "width")
     h = nbytes_arg(height, "height")
     pt = _pitch(pitch, w * ew, "pitch")

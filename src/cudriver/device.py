@@ -4,10 +4,9 @@
 (:meth:`Device.primary_context`, :attr:`Context.device`): one module keeps the imports
 one way.
 
-This module also holds the one "make this context current for a moment" helper,
-:func:`enter_context` / :func:`leave_context` (push only when the context is not
-current already), and :func:`call_in_context`, its form for releases, which never
-raise.
+The one "make this context current for a moment" helper lives in ``_current``
+(re-exported here): :func:`enter_context` / :func:`leave_context` and
+:func:`call_in_context`.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import threading
 import uuid as _uuid
 import weakref
 from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple, SupportsInt
+from typing import Any, ClassVar, SupportsInt
 
 from cuda.bindings import driver as _drv
 from typing_extensions import Self
@@ -26,7 +25,8 @@ from . import _bindings, _handle, _hostfn
 from . import driver as _cd
 from ._bindings import SUCCESS
 from ._coerce import handle_arg, int_arg, uint_arg
-from ._enums import ContextFlags, DeviceAttribute, Limit
+from ._current import call_in_context, enter_context, leave_context
+from ._enums import ComputeCapability, ContextFlags, DeviceAttribute, Limit
 from ._handle import Handle, pinned
 from ._init import init
 from .errors import GUARD, InvalidDeviceError, NotSupportedError, checked, error_for
@@ -46,83 +46,19 @@ _cuCtxCreate = checked(_bindings.ctx_create, name="cuCtxCreate")
 
 # Unchecked: the current-context test runs on hot paths and in releases.
 _cuCtxGetCurrent = _drv.cuCtxGetCurrent
-_cuCtxPushCurrent = _drv.cuCtxPushCurrent
-_cuCtxPopCurrent = _drv.cuCtxPopCurrent
 
 _NULL = 0
 _R = _drv.CUresult
-
-
-class ComputeCapability(NamedTuple):
-    """A device's compute capability, e.g. ``ComputeCapability(9, 0)``."""
-
-    major: int
-    minor: int
-
-    @property
-    def arch(self) -> str:
-        """The architecture name NVRTC and ptxas take, e.g. ``"sm_90"``."""
-        return f"sm_{self.major}{self.minor}"
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}"
-
-
-ComputeCapability.__module__ = "cudriver"
 
 
 def _attr_value(attr: Any) -> Any:
     try:
         return _drv.CUdevice_attribute(int(attr))
     except ValueError:
-        raise NotSupportedError(
-            _drv.CUresult.CUDA_ERROR_NOT_SUPPORTED,
-            "cuDeviceGetAttribute",
-            f"device attribute {int(attr)} is unknown to the installed cuda-bindings; "
-            "a newer cuda-bindings is needed",
+        raise ValueError(
+            f"unknown device attribute {int(attr)}: not a CUdevice_attribute of the "
+            "installed cuda-bindings (a newer cuda-bindings may know it)"
         ) from None
-
-
-# -- the current context ------------------------------------------------------------------
-def enter_context(ctx_h: Any, key: int) -> bool:
-    """Make the context ``ctx_h`` (whose int value is ``key``) current unless it is.
-
-    Returns True when it was pushed (``cuCtxPushCurrent``): then call
-    :func:`leave_context` with that result when done.
-    """
-    if GUARD.armed:
-        GUARD.check()
-    r = _cuCtxGetCurrent()
-    if r[0] is SUCCESS and r[1] is not None and int(r[1]) == key:
-        return False
-    p = _cuCtxPushCurrent(ctx_h)
-    if p[0] is not SUCCESS:
-        raise error_for(p[0], _cuCtxPushCurrent)
-    return True
-
-
-def leave_context(pushed: bool) -> None:
-    """Undo :func:`enter_context`: pop the context it pushed, if it pushed one."""
-    if pushed:
-        _cuCtxPopCurrent()
-
-
-def call_in_context(ctx_h: Any, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` with the context ``ctx_h`` current; returns ``fn``'s status tuple.
-
-    For releases: it raises nothing of its own; a failed push is returned as the
-    push's status tuple.
-    """
-    r = _cuCtxGetCurrent()
-    if r[0] is SUCCESS and r[1] is not None and int(r[1]) == int(ctx_h):
-        return fn(*args)
-    p = _cuCtxPushCurrent(ctx_h)
-    if p[0] is not SUCCESS:
-        return p
-    try:
-        return fn(*args)
-    finally:
-        _cuCtxPopCurrent()
 
 
 class Device:
@@ -131,7 +67,10 @@ class Device:
     Parameters
     ----------
     ordinal
-        The device's index, ``0 <= ordinal < Device.count()``.
+        The device's index, ``0 <= ordinal < Device.count()``. None (the default):
+        the device of the calling thread's current context, else device 0, as in
+        cuda.core and CuPy (``cuCtxGetCurrent``, ``cuCtxGetDevice``; nothing is made
+        current).
 
     Raises
     ------
@@ -151,10 +90,12 @@ class Device:
     _name: str | None
     _attrs: dict[int, int]
 
-    def __new__(cls, ordinal: SupportsInt = 0) -> Device:  # noqa: D102
+    def __new__(cls, ordinal: SupportsInt | None = None) -> Device:  # noqa: D102
         if isinstance(ordinal, Device):
             return ordinal
-        if isinstance(ordinal, _drv.CUdevice):
+        if ordinal is None:
+            ordinal = _current_ordinal()
+        elif isinstance(ordinal, _drv.CUdevice):
             ordinal = int(ordinal)
         elif isinstance(ordinal, bool) or not hasattr(type(ordinal), "__index__"):
             raise TypeError(f"device ordinal must be an int, not {type(ordinal).__name__}")
@@ -270,6 +211,26 @@ class Device:
         if v is None:
             v = self._attrs[key] = int(_cd.cuDeviceGetAttribute(_attr_value(key), self._h))
         return v
+
+    def set_current(self) -> Context:
+        """Make this device's primary context current on the calling thread; return it.
+
+        The context is cudriver's own retain of it (``cuDevicePrimaryCtxRetain`` once,
+        kept until exit), made current with ``cuCtxSetCurrent``, as cuda.core's
+        ``Device.set_current()`` and the runtime's ``cudaSetDevice`` do.
+        """
+        ctx = kept_primary(self)
+        ctx.set_current()
+        return ctx
+
+    def synchronize(self) -> None:
+        """Wait for all work in this device's primary context (``cuCtxSynchronize``).
+
+        Blocks the thread; then, as :meth:`Context.synchronize`, raises
+        :class:`~cudriver.HostCallbackError` for host functions that raised there.
+        Contexts made with :meth:`Context.create` are not waited for.
+        """
+        kept_primary(self).synchronize()
 
     def primary_context(self) -> Context:
         """Retain this device's primary context (``cuDevicePrimaryCtxRetain``).
@@ -601,6 +562,17 @@ def _limit(limit: Any) -> Any:
         return _drv.CUlimit(int(limit))
     except ValueError:
         raise ValueError(f"unknown context limit {int(limit)}") from None
+
+
+def _current_ordinal() -> int:
+    """The ordinal of the current context's device; 0 when none is current."""
+    init()
+    if GUARD.armed:
+        GUARD.check()
+    r = _cuCtxGetCurrent()
+    if r[0] is not SUCCESS:
+        raise error_for(r[0], _cuCtxGetCurrent)
+    return 0 if int(r[1]) == _NULL else int(_cd.cuCtxGetDevice())
 
 
 def _device_arg(value: object) -> Device:

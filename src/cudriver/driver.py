@@ -43,7 +43,7 @@ from typing import Any
 from cuda.bindings import driver as _raw
 
 from . import _bindings, _hostfn
-from ._coerce import stream_handle
+from ._coerce import raw_stream_handle
 from ._handle import Handle
 from .errors import GUARD, NotSupportedError, checked, error_for
 
@@ -84,7 +84,7 @@ def cuLaunchHostFunc(hStream: Any, fn: Any, userData: Any) -> None:
 
     Returns None; raises :class:`~cudriver.CudaError` when the driver refuses.
     """
-    h = stream_handle(hStream)
+    h = raw_stream_handle(hStream)
     if callable(fn) and not isinstance(fn, (_raw.CUhostFn, _CFuncPtr)):
         if GUARD.armed:
             GUARD.check()

@@ -6,9 +6,9 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _handle, _impl, aio
+from . import _bindings, _handle, _hostfn, _impl, aio
 from ._bindings import SUCCESS
-from ._coerce import StreamLike, bool_arg, handle_arg, stream_handle
+from ._coerce import StreamLike, bool_arg, deprecated, handle_arg, stream_handle
 from ._handle import Handle, call_pinned, pin2, pinned, query_result, unpin2
 from .device import Context, context_arg, current_or_default
 from .errors import GUARD, checked, error_for
@@ -31,30 +31,32 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
     Parameters
     ----------
     timing
-        Record timestamps, for :meth:`elapsed_ms`. Events without timing are cheaper
-        to record and wait on.
+        Record timestamps, for :meth:`elapsed_ms`. Off by default (as in cuda.core,
+        PyTorch and :meth:`Stream.record`): events without timing are cheaper to
+        record and wait on.
     blocking
         :meth:`synchronize` blocks the thread (yields the CPU) instead of spinning.
     interprocess
-        May be shared with another process (:meth:`ipc_handle`); requires
+        May be shared with another process (:meth:`export_handle`); requires
         ``timing=False``.
     context
         The context to create the event in; default: the current one (else device
         0's primary context).
     """
 
-    __slots__ = ("_context", "_flags", "_timing")
+    __slots__ = ("_context", "_flags", "_timing")  # _recorded_on: in EventCore
 
     _kind = "Event"
 
     _context: Context
     _timing: bool
     _flags: int
+    _recorded_on: int
 
     def __init__(
         self,
         *,
-        timing: bool = True,
+        timing: bool = False,
         blocking: bool = False,
         interprocess: bool = False,
         context: Context | None = None,
@@ -77,6 +79,7 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
         self._context = ctx
         self._timing = timing
         self._flags = flags
+        self._recorded_on = 0
         self._init_handle(h, release=_drv.cuEventDestroy, func="cuEventDestroy", keep=(ctx,))
 
     @classmethod
@@ -88,6 +91,7 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
         self._context = current_or_default()
         self._timing = timing
         self._flags = 0
+        self._recorded_on = 0
         self._init_handle(h, release=None, func="cuEventDestroy", owned=False, owner=owner)
         return self
 
@@ -101,22 +105,25 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
         """Whether the event records timestamps."""
         return self._timing
 
-    def record(self, stream: StreamLike = None) -> Event:
+    def record(self, stream: StreamLike) -> Event:
         """Record the event on ``stream`` (``cuEventRecord``); returns ``self``.
 
         ``stream`` is a :class:`~cudriver.Stream`, any ``__cuda_stream__`` object, a
-        ``CUstream`` or an int; None is the legacy default stream. Does not block.
+        ``CUstream`` or an int; None is refused (``TypeError``): for the legacy
+        default stream pass :meth:`Stream.legacy`. Does not block or allocate.
         """
         if GUARD.armed:
             GUARD.check()
         # The event and the stream stay pinned for the call.
         pins = pin2(self, stream)
         try:
-            r = _cuEventRecord(self._state.handle, stream_handle(stream))
+            sh = stream_handle(stream)
+            r = _cuEventRecord(self._state.handle, sh)
         finally:
             unpin2(*pins)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventRecord)
+        self._recorded_on = int(sh) or 1  # NULL: the legacy stream, as _hostfn keys it
         return self
 
     def query(self) -> bool:
@@ -124,38 +131,75 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
         return query_result(call_pinned(self, _cuEventQuery), _cuEventQuery)
 
     def synchronize(self) -> None:
-        """Block until the recorded work has completed (``cuEventSynchronize``)."""
+        """Block until the recorded work has completed (``cuEventSynchronize``).
+
+        Then, as :meth:`Stream.synchronize` does, runs the releases that waited for a
+        safe moment and raises :class:`~cudriver.HostCallbackError` if a host function
+        that ran on the stream of the last :meth:`record` raised since errors were
+        last collected there.
+        """
         r = call_pinned(self, _cuEventSynchronize)  # a close() meanwhile waits for it
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventSynchronize)
         if _handle.deferred or _handle.releasing():
             _handle.settle()
+        if _hostfn.PENDING and self._recorded_on:
+            _hostfn.after_event_sync(self._recorded_on)
 
     @pinned
     def elapsed_ms(self, later: Event) -> float:
         """Milliseconds between this event and ``later`` (``cuEventElapsedTime``).
 
-        Both must have been recorded with ``timing=True`` and have completed.
+        Both must have been made with ``timing=True`` and have completed.
+
+        Raises
+        ------
+        ValueError
+            One of them records no timing (events do not by default): make them with
+            ``Event(timing=True)``.
         """
         if not isinstance(later, Event):
             raise TypeError(f"later must be an Event, not {type(later).__name__}")
-        if not self._timing or not later._timing:
-            raise ValueError("elapsed_ms needs two events created with timing=True")
+        for which, ev in (("this event", self), ("later", later)):
+            if not ev._timing:
+                raise ValueError(
+                    f"elapsed_ms needs two events that record timing, and {which} does not: "
+                    "make both with Event(timing=True) (events record no timing by default)"
+                )
         return float(_cuEventElapsedTime(self.handle, later.handle))
 
     @pinned
-    def ipc_handle(self) -> bytes:
-        """Export an interprocess event (``cuIpcGetEventHandle``) as 64 bytes."""
+    def export_handle(self) -> bytes:
+        """Export an interprocess event (``cuIpcGetEventHandle``) as 64 bytes.
+
+        Another process opens it with :meth:`import_handle`. No synchronisation.
+        """
         if not self._flags & int(_F.CU_EVENT_INTERPROCESS):
-            raise ValueError("only an Event(interprocess=True, timing=False) can be exported")
+            raise ValueError("only an Event(interprocess=True) can be exported")
         return _bindings.struct_bytes(_cuIpcGetEventHandle(self.handle), 64)
+
+    def ipc_handle(self) -> bytes:
+        """Deprecated: use :meth:`export_handle`."""
+        deprecated("Event.ipc_handle()", "Event.export_handle()")
+        return self.export_handle()
 
     @classmethod
     def from_ipc_handle(cls, data: bytes, *, context: Context | None = None) -> Event:
+        """Deprecated: use :meth:`import_handle`."""
+        deprecated("Event.from_ipc_handle()", "Event.import_handle()")
+        return cls.import_handle(data, context=context)
+
+    @classmethod
+    def import_handle(cls, data: bytes, *, context: Context | None = None) -> Event:
         """Open an event exported by another process (``cuIpcOpenEventHandle``).
 
-        The returned event is owned: closing it releases this process's reference.
+        ``data`` is what :meth:`export_handle` returned there. The returned event is
+        owned: closing it releases this process's reference.
         """
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"data must be the 64 bytes export_handle() returned, not {type(data).__name__}"
+            )
         raw = bytes(data)
         if len(raw) != 64:
             raise ValueError(f"an IPC event handle has 64 bytes, not {len(raw)}")
@@ -168,6 +212,7 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
         self._context = ctx
         self._timing = False
         self._flags = int(_F.CU_EVENT_INTERPROCESS | _F.CU_EVENT_DISABLE_TIMING)
+        self._recorded_on = 0
         self._init_handle(h, release=_drv.cuEventDestroy, func="cuEventDestroy", keep=(ctx,))
         return self
 

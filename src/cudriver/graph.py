@@ -20,6 +20,7 @@ from ._coerce import (
     StreamLike,
     bool_arg,
     handle_arg,
+    renamed_keyword,
     stream_handle,
 )
 from ._handle import Handle, Lease, pin2, pinned, unpin2
@@ -407,8 +408,9 @@ class GraphExec(Handle, _impl.GraphExecCore):
     def launch(self, stream: StreamLike) -> None:
         """Launch the graph on ``stream`` (``cuGraphLaunch``); does not block.
 
-        Exceptions raised by host functions in the graph are re-raised by the next
-        ``synchronize()`` of this stream.
+        ``stream`` is required: None is refused (``TypeError``; :meth:`Stream.legacy`
+        is the legacy default stream). Exceptions raised by host functions in the
+        graph are re-raised by the next ``synchronize()`` of this stream.
         """
         if GUARD.armed:
             GUARD.check()
@@ -433,7 +435,11 @@ class GraphExec(Handle, _impl.GraphExecCore):
 
     @pinned
     def upload(self, stream: StreamLike) -> None:
-        """Upload the executable graph's resources on ``stream`` (``cuGraphUpload``)."""
+        """Upload the executable graph's resources on ``stream`` (``cuGraphUpload``).
+
+        Enqueued, not waited for; ``stream`` is required (None is refused, as for
+        :meth:`launch`).
+        """
         _cd.cuGraphUpload(self.handle, stream_handle(stream))
 
     @pinned
@@ -532,14 +538,20 @@ class GraphExec(Handle, _impl.GraphExecCore):
         dst: Any,
         value: Any,
         *,
-        width: int | None = None,
+        element_size: int | None = None,
         count: int | None = None,
+        width: int | None = None,
     ) -> None:
         """Give a memset node new parameters (``cuGraphExecMemsetNodeSetParams``).
 
-        As :meth:`Graph.add_memset`; the driver requires the same element width.
+        As :meth:`Graph.add_memset`; the driver requires the same element size.
+        ``width`` is the deprecated name of ``element_size``.
         """
-        p, keep = memset_params(dst, value, width, count)
+        if width is not None:
+            element_size = renamed_keyword(
+                "set_memset", "width", width, "element_size", element_size
+            )
+        p, keep = memset_params(dst, value, element_size, count)
         with self._node(node) as nh:
             ctx = self._context.handle if self._context is not None else _drv.CUcontext(0)
             _cd.cuGraphExecMemsetNodeSetParams(self.handle, nh, p, ctx)

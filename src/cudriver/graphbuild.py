@@ -33,7 +33,7 @@ from cuda.bindings import driver as _drv
 
 from . import _bindings, _handle, _hostfn, capture
 from ._bindings import SUCCESS
-from ._coerce import device_address, nbytes_arg, uint_arg
+from ._coerce import device_address, nbytes_arg, renamed_keyword, uint_arg
 from ._enums import CaptureStatus, ConditionalType
 from .errors import StreamCaptureError, checked, error_for
 from .event import Event
@@ -48,7 +48,7 @@ from .graphnode import (
     outs,
 )
 from .kernel import Kernel
-from .launch import LaunchConfig, config_arg
+from .launch import NO_BLOCK, LaunchConfig, shape_of
 from .memops import MemOp, _check_ops, require
 
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ class GraphBuilder:
         self,
         kernel: Kernel,
         grid: Any,
-        block: Any,
+        block: Any = NO_BLOCK,
         *args: Any,
         shared_mem: int = 0,
         config: LaunchConfig | None = None,
@@ -229,7 +229,9 @@ class GraphBuilder:
         """Add a kernel node (``cuGraphAddKernelNode``), as :meth:`Kernel.launch` would launch.
 
         Arguments are packed now (the driver copies them) and kept with the graph.
-        A ``config`` sets its attributes on the node (``cuGraphKernelNodeSetAttribute``);
+        The shape is given as to :meth:`Kernel.launch`: ``grid, block`` or a
+        :class:`~cudriver.LaunchConfig` that carries them. A ``config`` sets its
+        attributes on the node (``cuGraphKernelNodeSetAttribute``);
         ``programmatic_stream_serialization`` is refused here (capture the launch instead).
 
         Raises
@@ -237,7 +239,7 @@ class GraphBuilder:
         TypeError, ValueError
             As :meth:`Kernel.launch` does for bad dimensions or arguments.
         """
-        cfg = config_arg(config) if config is not None else None
+        grid, block, args, shared_mem, cfg = shape_of(grid, block, args, shared_mem, config)
         attrs = cfg.node_attributes() if cfg is not None else []
         g = self._self()
         with _adding(g, after, kernel, *args) as site:
@@ -290,16 +292,22 @@ class GraphBuilder:
         dst: Any,
         value: Any,
         *,
-        width: int | None = None,
+        element_size: int | None = None,
         count: int | None = None,
         after: GraphNode | Iterable[GraphNode] | None = None,
+        width: int | None = None,
     ) -> GraphNode:
         """Add a memset node (``cuGraphAddMemsetNode``): ``count`` elements set to ``value``.
 
-        ``value`` and ``width`` as for :meth:`DeviceBuffer.fill`; ``count`` defaults to
-        the whole of ``dst`` (a device buffer or address; an int address needs ``count``).
+        ``value`` and ``element_size`` as for :meth:`DeviceBuffer.fill`; ``count``
+        defaults to the whole of ``dst`` (a device buffer or address; an int address
+        needs ``count``). ``width`` is the deprecated name of ``element_size``.
         """
-        p, keep = memset_params(dst, value, width, count)
+        if width is not None:
+            element_size = renamed_keyword(
+                "add_memset", "width", width, "element_size", element_size
+            )
+        p, keep = memset_params(dst, value, element_size, count)
         with _adding(self._self(), after, dst) as site:
             nh = _cuGraphAddMemsetNode(site.gh, site.deps, len(site.deps), p, site.ctx_handle())
             return site.added(nh, *((keep,) if keep is not None else ()))  # type: ignore[no-any-return]

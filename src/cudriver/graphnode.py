@@ -265,9 +265,9 @@ def memcpy_params(dst: Any, src: Any, nbytes: Any) -> tuple[Any, tuple[Any, ...]
     return p, (d_keep, s_keep)
 
 
-def memset_params(dst: Any, value: Any, width: Any, count: Any) -> tuple[Any, Any]:
-    """``(CUDA_MEMSET_NODE_PARAMS, object to keep)``: ``count`` elements of ``width`` bytes."""
-    w, v = fill_args(value, width)
+def memset_params(dst: Any, value: Any, element_size: Any, count: Any) -> tuple[Any, Any]:
+    """``(CUDA_MEMSET_NODE_PARAMS, object to keep)``: ``count`` elements of ``element_size``."""
+    w, v = fill_args(value, element_size)
     addr, size, obj = device_address(dst)
     if count is None:
         if size is None:
@@ -282,7 +282,7 @@ def memset_params(dst: Any, value: Any, width: Any, count: Any) -> tuple[Any, An
     if n == 0:
         raise ValueError("a memset node must set at least one element")
     if addr % w:
-        raise ValueError(f"address {addr:#x} is not aligned to the {w}-byte element width")
+        raise ValueError(f"address {addr:#x} is not aligned to the {w}-byte element size")
     p = _drv.CUDA_MEMSET_NODE_PARAMS()
     p.dst = addr
     p.pitch = 0

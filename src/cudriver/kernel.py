@@ -33,10 +33,11 @@ from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
 from .device import current_or_default
 from .errors import GUARD, ClosedError, NotSupportedError, checked, error_for
 from .launch import (
+    NO_BLOCK,
     LaunchConfig,
-    config_arg,
     launch_error_detail,
     launch_ex,
+    shape_of,
 )
 
 if TYPE_CHECKING:
@@ -73,10 +74,9 @@ def _func_attr(attr: Any) -> Any:
     try:
         return _drv.CUfunction_attribute(int(attr))
     except ValueError:
-        raise NotSupportedError(
-            _R.CUDA_ERROR_NOT_SUPPORTED,
-            "cuFuncGetAttribute",
-            f"function attribute {int(attr)} is unknown to the installed cuda-bindings",
+        raise ValueError(
+            f"unknown function attribute {int(attr)}: not a CUfunction_attribute of the "
+            "installed cuda-bindings (a newer cuda-bindings may know it)"
         ) from None
 
 
@@ -377,29 +377,35 @@ class Kernel(Handle, _impl.KernelCore):
         self,
         stream: StreamLike,
         grid: Any,
-        block: Any,
+        block: Any = NO_BLOCK,
         *args: Any,
         shared_mem: int = 0,
         config: LaunchConfig | None = None,
     ) -> None:
         """Launch the kernel on ``stream`` (``cuLaunchKernel``); does not block.
 
+        Written ``launch(stream, grid, block, *args)``, or, with a
+        :class:`~cudriver.LaunchConfig` that carries the shape (cuda.core's way),
+        ``launch(stream, LaunchConfig(grid=..., block=...), *args)``.
+
         Parameters
         ----------
         stream
-            A :class:`~cudriver.Stream`, any stream-like object, or None (the legacy
-            default stream).
+            A :class:`~cudriver.Stream` or any stream-like object. None is refused
+            (``TypeError``): for the legacy default stream pass :meth:`Stream.legacy`.
         grid, block
-            An int or a tuple of 1 to 3 ints, each >= 1.
+            An int or a tuple of 1 to 3 ints, each >= 1; or, in place of both, a
+            ``LaunchConfig`` with ``grid`` and ``block`` (and its ``shared_mem`` and
+            attributes).
         *args
             One value per kernel parameter, packed by the rules of :func:`pack_arg`.
         shared_mem
             Dynamic shared memory per block, in bytes.
         config
-            A :class:`~cudriver.LaunchConfig` (clusters, cooperative launch,
-            programmatic dependent launch, priority, memory synchronisation domain):
-            the launch then goes through ``cuLaunchKernelEx``, and a refusal names
-            the attributes set.
+            A :class:`~cudriver.LaunchConfig` of attributes only (clusters,
+            cooperative launch, programmatic dependent launch, priority, memory
+            synchronisation domain): the launch then goes through
+            ``cuLaunchKernelEx``, and a refusal names the attributes set.
 
         Notes
         -----
@@ -423,8 +429,12 @@ class Kernel(Handle, _impl.KernelCore):
         h = self._h
         if h is None:
             self._raise_closed()
-        if config is not None:
-            config = config_arg(config)
+        if isinstance(grid, LaunchConfig):
+            # The shape from the config; launched again, so the compiled core takes it.
+            grid, block, args, shmem, cfg = shape_of(grid, block, args, shared_mem, config)
+            return self.launch(stream, grid, block, *args, shared_mem=shmem, config=cfg)
+        if config is not None or block is NO_BLOCK:
+            grid, block, args, shared_mem, config = shape_of(grid, block, args, shared_mem, config)
         # The module, the stream and the buffers among the arguments stay pinned
         # through every driver call below (a close() on another thread releases them
         # afterwards, after this launch's use is noted); pinned, then checked.
@@ -491,20 +501,22 @@ class Kernel(Handle, _impl.KernelCore):
     def prepare(
         self,
         grid: Any,
-        block: Any,
+        block: Any = NO_BLOCK,
         *args: Any,
         shared_mem: int = 0,
         config: LaunchConfig | None = None,
     ) -> LaunchPlan:
         """Pack the arguments once; :meth:`LaunchPlan.launch` then reuses them.
 
-        Validates and packs like :meth:`launch` (same errors), without launching.
-        The plan keeps the kernel and the arguments alive. With a ``config`` that
-        sets attributes, the plan launches through ``cuLaunchKernelEx``.
+        Validates and packs like :meth:`launch` (same errors, same two ways to give
+        the shape: ``prepare(grid, block, *args)`` or ``prepare(config, *args)``),
+        without launching. The plan keeps the kernel and the arguments alive. With a
+        ``config`` that sets attributes, the plan launches through
+        ``cuLaunchKernelEx``.
         """
         if self._h is None:
             self._raise_closed()
-        cfg = config_arg(config) if config is not None else None
+        grid, block, args, shared_mem, cfg = shape_of(grid, block, args, shared_mem, config)
         return LaunchPlan._new(
             self, dims(grid, "grid"), dims(block, "block"), _shared(shared_mem), args, cfg
         )
@@ -643,8 +655,10 @@ class LaunchPlan(_impl.PlanCore):
     def launch(self, stream: StreamLike) -> None:
         """Launch on ``stream`` (``cuLaunchKernel``) with the packed arguments.
 
-        Does not block or allocate. While the stream is capturing, the kernel and the
-        current arguments are kept alive with the captured graph.
+        Does not block or allocate. ``stream`` is required: None is refused
+        (``TypeError``; :meth:`Stream.legacy` is the legacy default stream). While the
+        stream is capturing, the kernel and the current arguments are kept alive with
+        the captured graph.
 
         Raises
         ------

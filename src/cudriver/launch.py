@@ -18,13 +18,17 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
+from . import _impl
 from ._bindings import SUCCESS
 from ._coerce import bool_arg, dims, int_arg, uint_arg
+from ._coerce import shared_mem as _shared
 from .errors import error_for
 
 __all__ = [
     "LaunchConfig",
     "config_arg",
+    "shape_of",
+    "NO_BLOCK",
     "native_config",
     "launch_ex",
     "launch_error_detail",
@@ -59,25 +63,43 @@ _NAMES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class LaunchConfig:
-    """Launch attributes for :meth:`Kernel.launch` and :meth:`Kernel.prepare`.
+    """A launch's shape and attributes, for :meth:`Kernel.launch` and :meth:`Kernel.prepare`.
 
-    Each field maps to one ``CUlaunchAttribute`` of ``cuLaunchKernelEx``; fields left
-    at their defaults add no attribute, and a launch whose config adds none goes through
-    ``cuLaunchKernel``. Validated when made (``TypeError``/``ValueError`` naming the
-    field); the driver checks the rest at launch, and a refusal names the attributes
-    that were set.
+    Two ways to use one:
+
+    * **attributes only**, beside the shape: ``kernel.launch(stream, grid, block, *args,
+      config=LaunchConfig(cooperative=True))``;
+    * **shape and attributes**, in place of grid and block (cuda.core's way):
+      ``kernel.launch(stream, LaunchConfig(grid=64, block=256), *args)``.
+
+    Each attribute maps to one ``CUlaunchAttribute`` of ``cuLaunchKernelEx``; those left
+    at their defaults add none, and a launch whose config adds none goes through
+    ``cuLaunchKernel``. Every field is keyword-only and checked when the config is made
+    (``TypeError``/``ValueError`` naming it); the driver checks the rest at launch, and
+    a refusal names the attributes that were set. Frozen: one config may be shared by
+    threads and launches.
 
     Parameters
     ----------
+    grid, block
+        The launch's shape (an int or a tuple of 1 to 3 ints, each >= 1), stored as
+        ``(x, y, z)``; give both or neither. ``grid`` counts blocks, as everywhere in
+        cudriver.
+    shared_mem
+        Dynamic shared memory per block, in bytes (only with ``grid`` and ``block``).
+        ``shmem_size`` is accepted as cuda.core's name for it.
     cluster
         Thread-block cluster dimensions (an int or a tuple of 1 to 3 ints); the grid
-        must be a multiple of them. Needs compute capability 9.0 or later.
+        must be a multiple of them. Needs compute capability 9.0 or later. Not
+        together with ``grid``: cuda.core counts a clustered grid in clusters and
+        cudriver in blocks, so that combination is refused rather than guessed.
     cooperative
         A cooperative launch: every block of the grid is resident at once, so blocks
         may wait for each other (a grid-wide barrier). The grid must fit the device,
-        see :meth:`Kernel.max_active_blocks_per_sm`.
+        see :meth:`Kernel.max_active_blocks_per_sm`. ``cooperative_launch`` is
+        accepted as cuda.core's name for it.
     priority
         The launch's priority (as a stream priority: lower is higher).
     programmatic_stream_serialization
@@ -88,27 +110,91 @@ class LaunchConfig:
         The memory synchronisation domain: 0 (default) or 1 (remote).
     """
 
-    cluster: tuple[int, int, int] | int | None = None
-    cooperative: bool = False
-    priority: int | None = None
-    programmatic_stream_serialization: bool = False
-    mem_sync_domain: int | None = None
+    grid: tuple[int, int, int] | None
+    block: tuple[int, int, int] | None
+    shared_mem: int
+    cluster: tuple[int, int, int] | None
+    cooperative: bool
+    priority: int | None
+    programmatic_stream_serialization: bool
+    mem_sync_domain: int | None
 
-    def __post_init__(self) -> None:
-        if self.cluster is not None:
-            object.__setattr__(self, "cluster", dims(self.cluster, "cluster"))
-        bool_arg(self.cooperative, "cooperative")
-        bool_arg(self.programmatic_stream_serialization, "programmatic_stream_serialization")
-        if self.priority is not None:
-            p = int_arg(self.priority, "priority")
-            if not -(1 << 31) <= p < 1 << 31:
-                raise ValueError(f"priority must fit a C int, not {p}")
-            object.__setattr__(self, "priority", p)
-        if self.mem_sync_domain is not None:
-            d = uint_arg(self.mem_sync_domain, "mem_sync_domain", 32)
-            if d not in (0, 1):
-                raise ValueError(f"mem_sync_domain is 0 (default) or 1 (remote), not {d}")
-            object.__setattr__(self, "mem_sync_domain", d)
+    def __init__(
+        self,
+        *args: Any,
+        grid: Any = None,
+        block: Any = None,
+        shared_mem: int | None = None,
+        cluster: tuple[int, int, int] | int | None = None,
+        cooperative: bool | None = None,
+        priority: int | None = None,
+        programmatic_stream_serialization: bool = False,
+        mem_sync_domain: int | None = None,
+        shmem_size: int | None = None,
+        cooperative_launch: bool | None = None,
+    ) -> None:
+        if args:
+            raise TypeError(
+                "LaunchConfig takes keyword arguments only, e.g. "
+                "LaunchConfig(grid=64, block=256, shared_mem=0, cooperative=True)"
+            )
+        shared_mem = _one_of("shared_mem", shared_mem, "shmem_size", shmem_size, 0)
+        cooperative = _one_of(
+            "cooperative", cooperative, "cooperative_launch", cooperative_launch, False
+        )
+        if (grid is None) != (block is None):
+            raise ValueError("LaunchConfig takes grid and block together, or neither")
+        if grid is not None and cluster is not None:
+            raise ValueError(
+                "LaunchConfig(grid=..., cluster=...) is refused: cuda.core counts such a "
+                "grid in clusters and cudriver in blocks. Give the grid in blocks to the "
+                "launch instead: kernel.launch(stream, grid, block, *args, "
+                "config=LaunchConfig(cluster=...))"
+            )
+        if grid is None and shared_mem:
+            raise ValueError(
+                "shared_mem in a LaunchConfig goes with grid and block; without them, "
+                "pass shared_mem= to the launch"
+            )
+        sets = object.__setattr__
+        sets(self, "grid", None if grid is None else dims(grid, "grid"))
+        sets(self, "block", None if block is None else dims(block, "block"))
+        sets(self, "shared_mem", _shared(shared_mem))
+        sets(self, "cluster", None if cluster is None else dims(cluster, "cluster"))
+        sets(self, "cooperative", bool_arg(cooperative, "cooperative"))
+        if priority is not None:
+            priority = int_arg(priority, "priority")
+            if not -(1 << 31) <= priority < 1 << 31:
+                raise ValueError(f"priority must fit a C int, not {priority}")
+        sets(self, "priority", priority)
+        sets(
+            self,
+            "programmatic_stream_serialization",
+            bool_arg(programmatic_stream_serialization, "programmatic_stream_serialization"),
+        )
+        if mem_sync_domain is not None:
+            mem_sync_domain = uint_arg(mem_sync_domain, "mem_sync_domain", 32)
+            if mem_sync_domain not in (0, 1):
+                raise ValueError(
+                    f"mem_sync_domain is 0 (default) or 1 (remote), not {mem_sync_domain}"
+                )
+        sets(self, "mem_sync_domain", mem_sync_domain)
+
+    def _attributes_only(self) -> LaunchConfig | None:
+        """The config without its shape (None when it sets no attribute); made once."""
+        d = self.__dict__
+        if "_bare" not in d:
+            bare: LaunchConfig | None = None
+            if not self.plain:
+                bare = LaunchConfig(
+                    cluster=self.cluster,
+                    cooperative=self.cooperative,
+                    priority=self.priority,
+                    programmatic_stream_serialization=self.programmatic_stream_serialization,
+                    mem_sync_domain=self.mem_sync_domain,
+                )
+            object.__setattr__(self, "_bare", bare)
+        return d["_bare"]  # type: ignore[no-any-return]
 
     @property
     def plain(self) -> bool:
@@ -218,11 +304,65 @@ class LaunchConfig:
 LaunchConfig.__module__ = "cudriver"
 
 
+def _one_of(name: str, value: Any, alias: str, alias_value: Any, default: Any) -> Any:
+    """A field given under its name or cuda.core's alias (not both), else ``default``."""
+    if alias_value is None:
+        return default if value is None else value
+    if value is not None:
+        raise TypeError(f"give {name} or {alias} (cuda.core's name for it), not both")
+    return alias_value
+
+
 def config_arg(config: Any) -> LaunchConfig | None:
-    """``config`` checked: a LaunchConfig, or None when it sets no attribute."""
+    """``config`` checked: a LaunchConfig without a shape, or None when it sets no attribute.
+
+    A config that carries grid and block goes in their place, not in ``config=``.
+    """
     if not isinstance(config, LaunchConfig):
         raise TypeError(f"config must be a cudriver.LaunchConfig, not {type(config).__name__}")
+    if config.grid is not None:
+        raise TypeError(
+            "this LaunchConfig carries grid and block: pass it in their place, "
+            "e.g. kernel.launch(stream, config, *args)"
+        )
     return None if config.plain else config
+
+
+#: ``block`` when a launch's grid is a LaunchConfig and no argument follows it (one
+#: object for both implementations: the compiled launch has it as its default).
+NO_BLOCK: Any = _impl.core.NO_BLOCK if _impl.COMPILED else object()
+
+
+def shape_of(
+    grid: Any, block: Any, args: tuple[Any, ...], shared_mem: Any, config: Any
+) -> tuple[Any, Any, tuple[Any, ...], Any, LaunchConfig | None]:
+    """``(grid, block, args, shared_mem, config)`` of a launch written either way.
+
+    ``launch(stream, grid, block, *args, shared_mem=, config=)`` passes through (the
+    config checked by :func:`config_arg`); ``launch(stream, config, *args)``, where
+    ``grid`` is a LaunchConfig with a shape, takes the shape from it: ``block`` is then
+    the first kernel argument, and the config's attributes come along.
+    """
+    if not isinstance(grid, LaunchConfig):
+        if block is NO_BLOCK:
+            raise TypeError("a launch needs grid and block (or a LaunchConfig that has them)")
+        return grid, block, args, shared_mem, (None if config is None else config_arg(config))
+    cfg = grid
+    if cfg.grid is None:
+        raise TypeError(
+            "this LaunchConfig has no grid and block: give them, "
+            "launch(stream, grid, block, *args, config=config), or make the config "
+            "with LaunchConfig(grid=..., block=...)"
+        )
+    if config is not None:
+        raise TypeError("the LaunchConfig is given twice: in place of grid and as config=")
+    if shared_mem is not None and shared_mem != 0:
+        raise TypeError(
+            "with a LaunchConfig in place of grid and block, shared memory is its shared_mem"
+        )
+    if block is not NO_BLOCK:
+        args = (block, *args)
+    return cfg.grid, cfg.block, args, cfg.shared_mem, cfg._attributes_only()
 
 
 def native_config(

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from . import _bindings, capture
+from . import _bindings
 from ._bindings import DEVICE_CPU, SUCCESS
 from ._coerce import (
     StreamLike,
@@ -34,7 +34,6 @@ from ._coerce import (
 from ._copy import HostBytes, fill_new, host_source, new_typed
 from ._enums import DeviceAttribute, MemAdvise, MemAttach
 from ._handle import pinned
-from ._ordered import LEGACY as _LEGACY
 from .device import (
     Context,
     Device,
@@ -44,7 +43,7 @@ from .device import (
     enter_context,
     leave_context,
 )
-from .errors import NotSupportedError, checked, error_for
+from .errors import NotSupportedError, StreamCaptureError, checked, error_for
 from .memory import DeviceBuffer
 
 __all__ = ["ManagedBuffer"]
@@ -86,7 +85,7 @@ def _attach_arg(attach: object) -> int:
     v = _index(attach, "attach must be MemAttach.GLOBAL or MemAttach.HOST")
     if v not in (MemAttach.GLOBAL, MemAttach.HOST):
         hint = (
-            " (SINGLE attaches memory to one stream: see Stream.attach_mem_async)"
+            " (SINGLE attaches memory to one stream: see Stream.attach_memory)"
             if v == MemAttach.SINGLE
             else ""
         )
@@ -159,7 +158,7 @@ class ManagedBuffer(DeviceBuffer):
         ``MemAttach.GLOBAL`` (default): any stream on any device may use the memory.
         ``MemAttach.HOST``: the memory is attached to the host; devices without
         ``CONCURRENT_MANAGED_ACCESS`` may use it only once it is attached to a stream
-        (:meth:`Stream.attach_mem_async`).
+        (:meth:`Stream.attach_memory`).
     context
         The context to allocate in; default: the current context (else device 0's
         primary context). The buffer keeps it alive.
@@ -183,7 +182,7 @@ class ManagedBuffer(DeviceBuffer):
       managed memory while any kernel runs on the device, even one that does not use
       this buffer (the process gets a segmentation fault). Synchronise the context
       first, or attach the memory to the host (``attach=MemAttach.HOST``) or to one
-      stream (:meth:`Stream.attach_mem_async` with ``MemAttach.SINGLE``) and touch
+      stream (:meth:`Stream.attach_memory`, ``attach=MemAttach.SINGLE``) and touch
       it only while that stream is idle.
 
     **Prefetching** (:meth:`prefetch`) and the advice to prefer a device or to be
@@ -238,8 +237,8 @@ class ManagedBuffer(DeviceBuffer):
     def from_array(
         cls,
         array: npt.ArrayLike,
-        stream: StreamLike = None,
         *,
+        stream: StreamLike = None,
         context: Context | None = None,
         attach: MemAttach | int = MemAttach.GLOBAL,
     ) -> ManagedBuffer:
@@ -278,11 +277,28 @@ class ManagedBuffer(DeviceBuffer):
 
         Like the constructor (``cuMemAllocManaged``); the buffer remembers dtype and
         shape. ``stream`` must be None: managed memory is not allocated in stream
-        order (it is accepted for the signature :meth:`DeviceBuffer.empty` has).
+        order (it is accepted for the signature :meth:`DeviceBuffer.empty` has, and a
+        stream given raises ``TypeError``, as every inherited parameter that does not
+        apply does).
         """
         if stream is not None:
-            raise ValueError("stream: managed memory is not allocated in stream order")
+            raise TypeError(
+                "ManagedBuffer.empty() takes no stream: managed memory is not allocated in "
+                "stream order (prefetch it on a stream with buf.prefetch(location, stream=s))"
+            )
         return new_typed(functools.partial(cls, attach=attach, context=context), shape, dtype)
+
+    @classmethod
+    def import_handle(cls, *args: Any, **kwargs: Any) -> NoReturn:
+        """Not available: memory of another process's pool is not managed memory.
+
+        Open it with :meth:`DeviceBuffer.import_handle`.
+        """
+        raise TypeError(
+            "ManagedBuffer.import_handle is not available: an allocation exported from "
+            "another process's memory pool is device memory, not managed memory; open it "
+            "with DeviceBuffer.import_handle(data, nbytes, pool=pool)"
+        )
 
     # -- views --------------------------------------------------------------------------
     def view(self, offset: int = 0, nbytes: int | None = None) -> ManagedBuffer:
@@ -346,38 +362,51 @@ class ManagedBuffer(DeviceBuffer):
 
     # -- prefetch and advice ------------------------------------------------------------
     @pinned
-    def prefetch(
-        self, location: Device | int | Literal["host"], *, stream: StreamLike = None
-    ) -> None:
+    def prefetch(self, location: Device | int | Literal["host"], *, stream: StreamLike) -> None:
         """Migrate the whole buffer to ``location`` (``cuMemPrefetchAsync``).
 
-        Enqueued on ``stream`` (any stream-like object; None: the legacy default
-        stream); does not synchronise and allocates nothing of cudriver's own (the
-        driver may populate or evict pages). A hint: accesses stay correct while
-        the data moves.
+        Enqueued on ``stream``, which is required: the prefetch never goes to a stream
+        the caller did not name (the legacy default stream would break a capture open
+        on a blocking stream). A prefetch cannot be captured (the driver refuses it,
+        which would break the capture): on a capturing stream it raises
+        :class:`~cudriver.StreamCaptureError` first and the capture goes on. Does not
+        synchronise and allocates nothing of cudriver's own (the driver may populate
+        or evict pages). A hint: accesses stay correct while the data moves.
 
         Parameters
         ----------
         location
             A :class:`~cudriver.Device`, a device ordinal, or ``"host"``.
         stream
-            The stream to enqueue the prefetch on.
+            The stream to enqueue the prefetch on: a :class:`~cudriver.Stream` or any
+            stream-like object (:meth:`Stream.legacy() <cudriver.Stream.legacy>` for
+            the legacy default stream).
 
         Raises
         ------
+        TypeError
+            ``stream`` is None or not stream-like; ``location`` is of another type.
+        StreamCaptureError
+            ``stream`` is capturing (checked with ``cuStreamIsCapturing``).
         NotSupportedError
             The target device (for ``"host"``: the buffer's device) lacks
             ``DeviceAttribute.CONCURRENT_MANAGED_ACCESS``.
         """
         ordinal = _location_arg(location)
-        sh = _LEGACY if stream is None else stream_handle(stream)
+        sh = stream_handle(stream)
         ctx = self.context
         target = Device(ordinal) if ordinal >= 0 else ctx.device
         _require_concurrent(target, _drv.cuMemPrefetchAsync)
+        r = _drv.cuStreamIsCapturing(sh)
+        if r[0] is SUCCESS and r[1] != _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE:
+            raise StreamCaptureError(
+                _drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                _drv.cuMemPrefetchAsync.__name__,
+                "a prefetch cannot be captured (the driver refuses it, breaking the "
+                "capture): prefetch before the capture, or on a stream that is not capturing",
+            )
         with ctx._scope():
             _cuMemPrefetchAsync(self.handle, self._nbytes, ordinal, sh)
-        if stream is not None:
-            capture.keep(sh, self)
 
     @pinned
     def advise(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,7 @@ from ._coerce import (
     handle_arg,
     int_arg,
     nbytes_arg,
+    renamed_keyword,
     typed_shape,
 )
 from ._copy import (
@@ -43,6 +44,7 @@ from ._ordered import LEGACY as _LEGACY
 from ._ordered import free_async as _free_async
 from .device import (
     Context,
+    Device,
     call_in_context,
     context_arg,
     current_or_default,
@@ -111,13 +113,16 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
 
     Notes
     -----
-    Operations without ``stream=`` are synchronous: they are enqueued on the
-    buffer's stream (the legacy default stream for buffers made without one) and
-    waited for (``cuStreamSynchronize``), so the work has completed when the call
-    returns. With ``stream=``, they are only enqueued (the ``...Async`` driver
-    functions) and ordering with other streams is the caller's business, except for
-    operands that advertise a stream through ``__cuda_array_interface__``, which are
-    waited for as the interface requires.
+    Operations without ``stream=`` (copies, fills) have completed when the call
+    returns. A stream-ordered buffer runs them on its own stream and waits with
+    ``cuStreamSynchronize`` (refused with :class:`~cudriver.StreamCaptureError` while
+    that stream captures); other buffers run them on the legacy default stream, or,
+    while a capture begun through cudriver is open, on a private stream ordered after
+    the blocking streams, and wait with ``cuEventSynchronize`` on an event recorded
+    after them: never the legacy stream beside a capture. With ``stream=``, they are
+    only enqueued (the ``...Async`` driver functions) and ordering with other streams
+    is the caller's business, except for operands that advertise a stream through
+    ``__cuda_array_interface__``, which are waited for as the interface requires.
 
     A buffer made by :meth:`from_array` or :meth:`empty` (or :meth:`cast`) remembers
     a dtype and shape, used by :meth:`copy_to` and ``__cuda_array_interface__``;
@@ -263,8 +268,8 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
     def from_array(
         cls,
         array: npt.ArrayLike,
-        stream: StreamLike = None,
         *,
+        stream: StreamLike = None,
         context: Context | None = None,
     ) -> DeviceBuffer:
         """Allocate a buffer holding a copy of a host array; it remembers dtype and shape.
@@ -503,10 +508,10 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
             as they are: dtypes are not converted.
         stream
             Enqueue on this stream (``cuMemcpyHtoDAsync`` / ``cuMemcpyDtoDAsync``)
-            and return at once. Without it, the copy runs on the buffer's stream (the
-            legacy default stream for buffers made without one) and has completed on
-            return (``cuStreamSynchronize``). Host memory that is not pinned is staged
-            by the driver, so it may be reused as soon as the call returns.
+            and return at once. Without it (None), the copy has completed on return
+            (see the class notes for the stream it runs on and the wait). Host memory
+            that is not pinned is staged by the driver, so it may be reused as soon
+            as the call returns.
 
         Raises
         ------
@@ -561,9 +566,8 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         stream
             Enqueue on this stream (``cuMemcpyDtoHAsync`` / ``cuMemcpyDtoDAsync``)
             and return at once: the data is in ``out`` once the stream reaches the
-            copy, and ``out`` must stay alive until then. Without it, the copy runs
-            on the buffer's stream and has completed on return
-            (``cuStreamSynchronize``).
+            copy, and ``out`` must stay alive until then. Without it (None), the
+            copy has completed on return (see the class notes).
 
         Raises
         ------
@@ -582,23 +586,30 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         return result
 
     def fill(
-        self, value: int | np.generic, *, stream: StreamLike = None, width: int | None = None
+        self,
+        value: int | np.generic,
+        *,
+        stream: StreamLike = None,
+        element_size: int | None = None,
+        width: int | None = None,
     ) -> None:
         """Set every element of the buffer to ``value``.
 
         Parameters
         ----------
         value
-            An int: a byte (0..255) with ``cuMemsetD8Async``, or with ``width=2``/``4``
-            a 16/32-bit unsigned value (``cuMemsetD16Async`` / ``cuMemsetD32Async``).
-            A numpy scalar of 1, 2 or 4 bytes fills with its bit pattern at its own
-            width, e.g. ``np.uint16(7)`` or ``np.float32(1.0)``.
+            An int: a byte (0..255) with ``cuMemsetD8Async``, or with
+            ``element_size=2``/``4`` a 16/32-bit unsigned value (``cuMemsetD16Async`` /
+            ``cuMemsetD32Async``). A numpy scalar of 1, 2 or 4 bytes fills with its bit
+            pattern at its own size, e.g. ``np.uint16(7)`` or ``np.float32(1.0)``.
         stream
-            Enqueue on this stream and return at once. Without it, the fill runs on
-            the buffer's stream and has completed on return (``cuStreamSynchronize``).
-        width
+            Enqueue on this stream and return at once. Without it (None), the fill
+            has completed on return (see the class notes).
+        element_size
             1, 2 or 4 bytes; ``nbytes`` must be a multiple of it and the address
             aligned to it.
+        width
+            Deprecated: use ``element_size``.
 
         Raises
         ------
@@ -610,11 +621,13 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         dst = self._h
         if dst is None:
             self._raise_closed()
-        w, v = fill_args(value, width)
+        if width is not None:
+            element_size = renamed_keyword("fill", "width", width, "element_size", element_size)
+        w, v = fill_args(value, element_size)
         if self._nbytes % w:
-            raise ValueError(f"{self._nbytes} bytes is not a multiple of the fill width {w}")
+            raise ValueError(f"{self._nbytes} bytes is not a multiple of the element size {w}")
         if self._key % w:
-            raise ValueError(f"address {self._key:#x} is not aligned to the fill width {w}")
+            raise ValueError(f"address {self._key:#x} is not aligned to the element size {w}")
         self._enqueue(stream, None, None, _MEMSET[w], dst, v, self._nbytes // w)
 
     # -- interoperability --------------------------------------------------------------------
@@ -693,6 +706,34 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
             DLPack major version other than 1, or of a dtype numpy lacks.
         """
         return _dlpack.import_buffer(cls, obj, stream=stream)
+
+    # -- sharing with other processes ----------------------------------------------------
+    @pinned
+    def export_handle(self) -> bytes:
+        """The 64 bytes that open this allocation in another process (``cuMemPoolExportPointer``).
+
+        Only an allocation (not a view) of a ``MemoryPool(ipc=True)`` travels, else ValueError;
+        open it there with :meth:`import_handle`. No synchronisation, no allocation. The
+        pool must have been exported first (:meth:`MemoryPool.export_handle`).
+        """
+        return PoolBase._of(self)._export_pointer(self)
+
+    @classmethod
+    def import_handle(cls, data: bytes, nbytes: int, *, pool: MemoryPool) -> DeviceBuffer:
+        """Open an allocation another process exported (``cuMemPoolImportPointer``).
+
+        ``data`` and ``nbytes``: its :meth:`export_handle` and size; ``pool``: its pool, from
+        :meth:`MemoryPool.import_handle`, kept alive. Owned: closed (``cuMemFree``, in the
+        pool's context) before the exporter frees the memory. No synchronisation.
+        """
+        if not isinstance(pool, PoolBase):
+            raise TypeError(f"pool must be a cudriver.MemoryPool, not {type(pool).__name__}")
+        return cast(DeviceBuffer, pool._import_pointer(cls, data, nbytes))
+
+    @property
+    def device(self) -> Device:
+        """The device of the memory, its :attr:`context`'s (``cuCtxGetDevice`` once per context)."""
+        return self.context.device
 
     def _repr_extra(self) -> str:
         parts = [f"nbytes={self._nbytes}"]

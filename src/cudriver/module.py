@@ -22,6 +22,7 @@ from ._handle import Handle, pinned
 from .device import Context, call_in_context, context_arg, current_or_default
 from .errors import GUARD, InvalidImageError, NotSupportedError, checked, error_for
 from .kernel import Kernel
+from .memory import DeviceBuffer
 
 __all__ = ["Module"]
 
@@ -281,10 +282,15 @@ class Module(Handle):
         return k
 
     @pinned
-    def get_global(self, name: str) -> tuple[int, int]:
-        """Address and size of a ``__device__`` or ``__constant__`` variable.
+    def get_global(self, name: str) -> DeviceBuffer:
+        """A ``__device__`` or ``__constant__`` variable, as a borrowed DeviceBuffer.
 
-        Returns ``(device address, size in bytes)`` (``cuModuleGetGlobal``).
+        Calls ``cuModuleGetGlobal``; allocates nothing. The buffer has the variable's
+        address (``.ptr``) and size (``.nbytes``) and is usable wherever a
+        :class:`~cudriver.DeviceBuffer` is (``copy_from``/``copy_to``, kernel
+        arguments, the CUDA Array Interface); it never frees the memory, and it keeps
+        this module loaded while it lives (a lease, as graphs and prepared launches
+        hold). Read it as bytes, or give it a dtype with :meth:`DeviceBuffer.cast`.
 
         Raises
         ------
@@ -298,14 +304,16 @@ class Module(Handle):
             r = _cuModuleGetGlobal(h, name.encode())
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuModuleGetGlobal, f"no global named {name!r}")
-        return int(r[1]), int(r[2])
+        return DeviceBuffer.from_handle(r[1], int(r[2]), self._lease(), context=self.context)
 
     def close(self) -> None:
         """Close this module's kernels, then unload it (``cuModuleUnload``); idempotent.
 
-        Launches already enqueued are unaffected. Graphs captured from its kernels
-        hold a reference to the module, but an explicit close unloads it anyway:
-        close it only when no graph uses it any more.
+        The module and its kernels are unusable at once. Launches already enqueued are
+        unaffected, and the unload waits for what still holds the module: graphs and
+        executable graphs made with its kernels, prepared launches
+        (:class:`~cudriver.LaunchPlan`) and buffers from :meth:`get_global` hold
+        leases on it, and it is unloaded when the last of them is gone.
         """
         if self._h is None:
             return

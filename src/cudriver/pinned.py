@@ -13,7 +13,7 @@ from cuda.bindings import driver as _drv
 from . import _dlpack, _handle
 from ._coerce import HostMemory, bool_arg, nbytes_arg, typed_shape
 from ._copy import HostBytes
-from .device import Context, call_in_context, context_arg, current_or_default
+from .device import Context, Device, call_in_context, context_arg, current_or_default
 from .errors import checked
 from .memory import DeviceBuffer
 
@@ -121,6 +121,16 @@ class PinnedBuffer(HostMemory):
     def context(self) -> Context:
         """The context the memory was allocated in."""
         return self._context
+
+    @property
+    def device(self) -> Device:
+        """The device of the context the memory was allocated in (:attr:`context`'s).
+
+        No driver call once the context knows its device (``cuCtxGetDevice`` once per
+        context). Pinned memory is host memory: with ``portable=True`` (the default)
+        every context may use it, whatever this device.
+        """
+        return self._context.device
 
     @property
     def device_ptr(self) -> int:

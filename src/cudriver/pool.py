@@ -1,7 +1,8 @@
 """Stream-ordered memory pools: :class:`MemoryPool`.
 
-A pool is where ``DeviceBuffer(n, stream=s, pool=p)`` takes its memory from
-(``cuMemAllocFromPoolAsync``) and where the buffer's stream-ordered free gives it back.
+A pool is where ``pool.allocate(n, stream=s)`` (``DeviceBuffer(n, stream=s, pool=pool)``)
+takes its memory from (``cuMemAllocFromPoolAsync``) and where the buffer's stream-ordered
+free gives it back.
 Memory freed into a pool stays reserved by it up to its release threshold: below it,
 the next allocation reuses it without asking the driver, even after a synchronisation.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import operator
 import os
 import threading
 from typing import Any
@@ -17,12 +19,21 @@ from typing import Any
 from cuda.bindings import driver as _drv
 
 from ._bindings import SUCCESS
-from ._coerce import PoolBase, handle_arg, nbytes_arg, uint_arg
+from ._coerce import (
+    NONE_STREAM,
+    DeviceMemory,
+    PoolBase,
+    StreamLike,
+    deprecated,
+    handle_arg,
+    nbytes_arg,
+    uint_arg,
+)
 from ._enums import MemAccess
 from ._handle import _queue_if_free as queue_if_free
 from ._handle import _warn, link, pinned, unlink
 from .device import Context, Device, call_in_context, current_or_default, kept_primary
-from .errors import checked, make_error
+from .errors import checked, error_for, make_error
 from .memory import DeviceBuffer
 
 __all__ = ["MemoryPool", "KEEP_ALL"]
@@ -37,7 +48,6 @@ _cuDeviceGetDefaultMemPool = checked(_drv.cuDeviceGetDefaultMemPool)
 _cuDeviceGetMemPool = checked(_drv.cuDeviceGetMemPool)
 _cuMemPoolExportToShareableHandle = checked(_drv.cuMemPoolExportToShareableHandle)
 _cuMemPoolImportFromShareableHandle = checked(_drv.cuMemPoolImportFromShareableHandle)
-_cuMemPoolExportPointer = checked(_drv.cuMemPoolExportPointer)
 _cuMemPoolImportPointer = checked(_drv.cuMemPoolImportPointer)
 _cuMemPoolDestroy = _drv.cuMemPoolDestroy
 _cuStreamSynchronize = _drv.cuStreamSynchronize
@@ -135,6 +145,32 @@ def _device_of(device: Any) -> Device:
     return Device(device)
 
 
+def _access_arg(access: object) -> MemAccess:
+    """``access`` checked: a :class:`~cudriver.MemAccess`, its int value or a bindings member.
+
+    TypeError for another type (a bool too), ValueError for a value that is no MemAccess.
+    """
+    if isinstance(access, MemAccess):
+        return access
+    v = None
+    if not isinstance(access, bool):
+        try:
+            v = operator.index(access)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+    if v is None:
+        raise TypeError(
+            f"access must be a cudriver.MemAccess (NONE, READ or READ_WRITE), not "
+            f"{type(access).__name__}"
+        )
+    try:
+        return MemAccess(v)
+    except ValueError:
+        raise ValueError(
+            f"access must be a cudriver.MemAccess (NONE=0, READ=1, READ_WRITE=3), not {v}"
+        ) from None
+
+
 def _location(dev: Device) -> Any:
     loc = _drv.CUmemLocation()
     loc.type = _drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
@@ -158,7 +194,8 @@ class MemoryPool(PoolBase):
         The most the pool may reserve, in bytes; 0: no limit but the device's.
     ipc
         Make the pool shareable with other processes (a POSIX file descriptor, see
-        :meth:`export_handle`).
+        :meth:`export_handle`), and so its allocations
+        (:meth:`DeviceBuffer.export_handle`).
 
     Notes
     -----
@@ -326,15 +363,37 @@ class MemoryPool(PoolBase):
 
     # -- access from other devices ------------------------------------------------------
     @pinned
-    def set_access(self, device: Device | int, access: MemAccess | int) -> None:
-        """Let ``device`` use the pool's memory (``cuMemPoolSetAccess``).
+    def set_access(
+        self, device: Device | int, access: MemAccess | int = MemAccess.READ_WRITE
+    ) -> None:
+        """Let ``device`` use the pool's memory as ``access`` says (``cuMemPoolSetAccess``).
 
         For allocations made before and after the call. The pool's own device always
         has read-write access; another device needs peer access to this one
-        (:meth:`Device.can_access_peer`).
+        (:meth:`Device.can_access_peer`). No synchronisation, no allocation.
+
+        Parameters
+        ----------
+        device
+            A :class:`~cudriver.Device` or ordinal.
+        access
+            A :class:`~cudriver.MemAccess` (or its int value): ``READ_WRITE`` (default),
+            ``READ``, or ``NONE`` to take access away.
+
+        Raises
+        ------
+        TypeError
+            ``access`` is not a MemAccess or int (a bool is refused).
+        ValueError
+            ``access`` is no MemAccess value, or is not ``READ_WRITE`` for the pool's
+            own device.
         """
+        flags = _access_arg(access)
         dev = _device_of(device)
-        flags = MemAccess(int(access))
+        if dev.ordinal == self._device.ordinal and flags is not MemAccess.READ_WRITE:
+            raise ValueError(
+                f"the pool's own device keeps read-write access, not MemAccess.{flags.name}"
+            )
         desc = _drv.CUmemAccessDesc()
         desc.location = _location(dev)
         desc.flags = _drv.CUmemAccess_flags(int(flags))
@@ -346,6 +405,28 @@ class MemoryPool(PoolBase):
         dev = _device_of(device)
         return MemAccess(int(_cuMemPoolGetAccess(self.handle, _location(dev))))
 
+    # -- allocating -------------------------------------------------------------------------
+    def allocate(self, nbytes: int, *, stream: StreamLike) -> DeviceBuffer:
+        """A new :class:`~cudriver.DeviceBuffer` of ``nbytes`` from this pool, on ``stream``.
+
+        ``DeviceBuffer(nbytes, stream=stream, pool=self)``: stream-ordered
+        (``cuMemAllocFromPoolAsync``, and ``cuMemFreeAsync`` on ``stream`` when the
+        buffer is closed); the memory may be used by work on ``stream`` from this point
+        on. Allocates (from the pool's reserve, else from the driver); does not
+        synchronise. The buffer keeps the pool and the stream alive.
+
+        Raises
+        ------
+        TypeError
+            ``stream`` is None (a stream is required: see
+            :meth:`Stream.legacy <cudriver.Stream.legacy>`) or not stream-like.
+        ValueError
+            ``nbytes`` is not positive.
+        """
+        if stream is None:
+            raise TypeError(NONE_STREAM)
+        return DeviceBuffer(nbytes, stream=stream, pool=self)
+
     # -- sharing with other processes -----------------------------------------------------
     @pinned
     def export_handle(self) -> int:
@@ -353,7 +434,9 @@ class MemoryPool(PoolBase):
 
         The pool must have been made with ``ipc=True``. Send the descriptor to another
         process (over a Unix socket: ``socket.send_fds``), which opens the pool
-        with :meth:`import_handle`; close it with :func:`os.close` when done.
+        with :meth:`import_handle`; close it with :func:`os.close` when done. The
+        pool's allocations travel on their own, once the pool has been exported:
+        :meth:`DeviceBuffer.export_handle`.
         """
         if not self._ipc:
             raise ValueError("this pool was not made with ipc=True: it cannot be exported")
@@ -364,10 +447,23 @@ class MemoryPool(PoolBase):
         """Open a pool exported by another process (``cuMemPoolImportFromShareableHandle``).
 
         ``fd`` is the file descriptor received (it is not closed here). The pool is
-        owned: closing it destroys this process's handle only.
+        owned: closing it destroys this process's handle only. Open its allocations
+        with :meth:`DeviceBuffer.import_handle` (``pool=`` this pool).
+
+        Raises
+        ------
+        TypeError
+            ``fd`` is not an int (a bool is refused), or ``device`` is not a Device or
+            ordinal.
+        ValueError
+            ``fd`` is negative.
+        OSError
+            ``fd`` is not an open file descriptor (``os.fstat``'s error).
         """
-        if isinstance(fd, bool) or not isinstance(fd, int) or fd < 0:
-            raise ValueError(f"fd must be a file descriptor (an int >= 0), not {fd!r}")
+        if isinstance(fd, bool) or not isinstance(fd, int):
+            raise TypeError(f"fd must be a file descriptor (an int), not {type(fd).__name__}")
+        if fd < 0:
+            raise ValueError(f"fd must be a file descriptor (an int >= 0), not {fd}")
         os.fstat(fd)  # a closed descriptor fails here, with the OS's message
         dev = _device_of(device)
         ctx = _kept(dev)
@@ -377,40 +473,48 @@ class MemoryPool(PoolBase):
         self._setup(h, dev, True, home=ctx)
         return self
 
-    @pinned
-    def export_pointer(self, buffer: DeviceBuffer) -> bytes:
-        """The 64 bytes another process needs to open ``buffer`` (``cuMemPoolExportPointer``).
+    def _export_pointer(self, buf: DeviceMemory) -> bytes:
+        """:meth:`DeviceBuffer.export_handle` of ``buf``, allocated from this pool.
 
-        ``buffer`` is allocated from this pool (``DeviceBuffer(n, stream=s, pool=pool)``)
-        and the pool made with ``ipc=True``. The other process opens it with
-        :meth:`import_pointer` on the pool it imported, and must close it before this
-        process frees ``buffer``.
+        ``buf`` is pinned by the caller and keeps this pool, which may have been closed
+        meanwhile: its allocations still travel.
         """
-        if not isinstance(buffer, DeviceBuffer):
-            raise TypeError(f"expected a cudriver.DeviceBuffer, not {type(buffer).__name__}")
         if not self._ipc:
-            raise ValueError("this pool was not made with ipc=True: it cannot be exported")
-        data = _cuMemPoolExportPointer(buffer.handle)
-        return ctypes.string_at(data.getPtr(), _EXPORT_BYTES)
+            raise ValueError(
+                "export_handle(): the buffer's pool was not made with ipc=True; only an "
+                "allocation from a MemoryPool(ipc=True) can travel to another process"
+            )
+        r = _drv.cuMemPoolExportPointer(buf.handle)
+        if r[0] is not SUCCESS:
+            raise error_for(
+                r[0],
+                _drv.cuMemPoolExportPointer,
+                "the driver exports an allocation only once its pool is shared: call "
+                "pool.export_handle() first (measured: refused before, accepted after, "
+                "also for an allocation still pending on its stream)",
+            )
+        return ctypes.string_at(r[1].getPtr(), _EXPORT_BYTES)
 
     @pinned
-    def import_pointer(self, data: bytes, nbytes: int) -> DeviceBuffer:
-        """Open an allocation another process exported (``cuMemPoolImportPointer``).
-
-        ``self`` is the pool opened with :meth:`import_handle`; ``data`` what
-        :meth:`export_pointer` returned there; ``nbytes`` the allocation's size. The
-        buffer is released with ``cuMemFree`` (required before the exporter frees the
-        memory) and keeps this pool alive.
-        """
-        if not isinstance(data, bytes | bytearray) or len(data) != _EXPORT_BYTES:
-            raise ValueError(f"data must be the {_EXPORT_BYTES} bytes export_pointer returned")
+    def _import_pointer(self, cls: Any, data: Any, nbytes: Any) -> Any:
+        """:meth:`DeviceBuffer.import_handle` into this (imported) pool: a new ``cls``."""
+        if not isinstance(data, bytes | bytearray):
+            raise TypeError(
+                f"data must be the {_EXPORT_BYTES} bytes export_handle() returned, not "
+                f"{type(data).__name__}"
+            )
+        if len(data) != _EXPORT_BYTES:
+            raise ValueError(
+                f"data must be the {_EXPORT_BYTES} bytes export_handle() returned, not "
+                f"{len(data)} bytes"
+            )
         n = nbytes_arg(nbytes)
         share = _drv.CUmemPoolPtrExportData()
         ctypes.memmove(share.getPtr(), bytes(data), _EXPORT_BYTES)
         ctx = _kept(self._device)
         with ctx._scope():
             ptr = _cuMemPoolImportPointer(self.handle, share)
-        buf = DeviceBuffer.__new__(DeviceBuffer)
+        buf = cls.__new__(cls)
         buf._set_fields(n, ctx, None, None, None, None, 0)
         buf._init_handle(
             ptr,
@@ -419,6 +523,24 @@ class MemoryPool(PoolBase):
             keep=(ctx, self),
         )
         return buf
+
+    def export_pointer(self, buffer: DeviceBuffer) -> bytes:
+        """Deprecated: use ``buffer.export_handle()`` (:meth:`DeviceBuffer.export_handle`)."""
+        deprecated("MemoryPool.export_pointer(buf)", "buf.export_handle()")
+        if not isinstance(buffer, DeviceBuffer):
+            raise TypeError(f"expected a cudriver.DeviceBuffer, not {type(buffer).__name__}")
+        return buffer.export_handle()
+
+    def import_pointer(self, data: bytes, nbytes: int) -> DeviceBuffer:
+        """Deprecated: use ``DeviceBuffer.import_handle(data, nbytes, pool=pool)``.
+
+        See :meth:`DeviceBuffer.import_handle`.
+        """
+        deprecated(
+            "MemoryPool.import_pointer(data, nbytes)",
+            "DeviceBuffer.import_handle(data, nbytes, pool=pool)",
+        )
+        return DeviceBuffer.import_handle(data, nbytes, pool=self)
 
     def _repr_extra(self) -> str:
         return f"device={self._device.ordinal}" + (" ipc" if self._ipc else "")

@@ -20,6 +20,7 @@ from ._coerce import (
     StreamBase,
     StreamLike,
     bool_arg,
+    deprecated,
     device_address,
     int_arg,
     stream_handle,
@@ -66,10 +67,13 @@ _PER_THREAD = 0x2
 _ATTR_ACCESS_POLICY = 1
 _ATTR_SYNC_POLICY = 3
 _NON_BLOCKING = int(_drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
+_ATTACH = frozenset(int(m) for m in MemAttach)
 
 
 class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
-    """A CUDA stream (``cuStreamCreateWithPriority``; ``cuStreamDestroy`` on close).
+    """A CUDA stream (``cuStreamCreate``; ``cuStreamDestroy`` on close).
+
+    With a ``priority``, made with ``cuStreamCreateWithPriority`` instead.
 
     Parameters
     ----------
@@ -89,6 +93,9 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
     -----
     A stream keeps its context alive. Streams made by :meth:`from_handle`,
     :meth:`legacy` and :meth:`per_thread` are borrowed and never destroyed by us.
+    ``with stream:`` closes the stream at the end of the block, as for every owning
+    cudriver object (in CuPy and PyTorch it makes the stream current instead:
+    cudriver has no current stream, every call that enqueues work names its stream).
     """
 
     __slots__ = ("_capture", "_context", "_special")
@@ -149,23 +156,23 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
         return self
 
     @classmethod
-    def from_handle(cls, stream: StreamLike, owner: Any = None) -> Stream:
+    def from_handle(cls, handle: StreamLike, owner: Any = None) -> Stream:
         """Wrap a foreign stream without owning it (never destroyed by us).
 
         Parameters
         ----------
-        stream
+        handle
             A ``CUstream``, an int, or any object with ``__cuda_stream__`` (PyTorch,
             CuPy and cuda.core streams) or a ``cuda_stream`` int attribute.
         owner
-            Kept alive as long as the returned Stream; defaults to ``stream`` itself
-            when it is a Python object owning the handle (e.g. a PyTorch stream).
+            Kept alive as long as the returned Stream; defaults to ``handle`` itself
+            when it is a Python object owning the stream (e.g. a PyTorch stream).
         """
-        if stream is None:
+        if handle is None:
             raise TypeError("from_handle needs a stream handle, not None; see Stream.legacy()")
-        h = stream_handle(stream)
-        if owner is None and not isinstance(stream, (int, _drv.CUstream)):
-            owner = stream
+        h = stream_handle(handle)
+        if owner is None and not isinstance(handle, (int, _drv.CUstream)):
+            owner = handle
         special = {0: "legacy", _LEGACY: "legacy", _PER_THREAD: "per-thread"}.get(int(h))
         return cls._borrow(h, owner, special)
 
@@ -260,6 +267,7 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
             unpin2(*pins)
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventRecord)
+        event._recorded_on = self._key or 1  # what event.synchronize() reports on
         return event
 
     def __cuda_stream__(self) -> tuple[int, int]:
@@ -550,20 +558,44 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
         self._set_attr(_ATTR_ACCESS_POLICY, v)
 
     @pinned
-    def attach_mem_async(
-        self, ptr: Any, length: int = 0, flags: MemAttach = MemAttach.SINGLE
+    def attach_memory(
+        self, buffer: Any, nbytes: int = 0, *, attach: MemAttach | int = MemAttach.SINGLE
     ) -> None:
         """Attach managed memory to this stream (``cuStreamAttachMemAsync``).
 
-        ``ptr`` is a managed allocation's address (an int, ``CUdeviceptr`` or an object
-        with ``ptr``); ``length`` 0 means the whole allocation.
+        Enqueued on this stream; does not block or allocate.
+
+        Parameters
+        ----------
+        buffer
+            A :class:`~cudriver.ManagedBuffer`, or a managed allocation's address (an
+            int, a ``CUdeviceptr`` or an object with ``ptr``).
+        nbytes
+            0 (default): the whole allocation.
+        attach
+            ``MemAttach.SINGLE`` (default: only this stream may use it), ``GLOBAL`` or
+            ``HOST``, as for :class:`~cudriver.ManagedBuffer`'s ``attach=``.
         """
-        n = uint_arg(length, "length")
-        a, _size, _obj = device_address(ptr)
+        n = uint_arg(nbytes, "nbytes")
+        a, _size, _obj = device_address(buffer)
         if not 0 <= a < U64_LIMIT:
             raise ValueError(f"address {a:#x} does not fit in 64 bits")
-        f = MemAttach(uint_arg(flags, "flags", 32))
+        if isinstance(attach, bool) or not isinstance(attach, int):
+            raise TypeError(f"attach must be a cudriver.MemAttach, not {type(attach).__name__}")
+        if int(attach) not in _ATTACH:
+            raise ValueError(f"attach must be one cudriver.MemAttach member, not {attach!r}")
+        f = MemAttach(int(attach))
         _cuStreamAttachMemAsync(self.handle, _drv.CUdeviceptr(a), n, int(f))
+
+    def attach_mem_async(
+        self, ptr: Any, length: int = 0, flags: MemAttach | int = MemAttach.SINGLE
+    ) -> None:
+        """Deprecated: use :meth:`attach_memory` (``flags`` is its ``attach``)."""
+        deprecated(
+            "Stream.attach_mem_async(ptr, length, flags)",
+            "Stream.attach_memory(buffer, nbytes, attach=...)",
+        )
+        self.attach_memory(ptr, length, attach=flags)
 
     # -- capture --------------------------------------------------------------------------
     @pinned

@@ -7,8 +7,8 @@ chunk after the last one, :meth:`~VirtualBuffer.shrink` unmaps chunks from the e
 :meth:`~VirtualBuffer.offload` gives the physical memory back (the contents go to pinned
 host memory) until :meth:`~VirtualBuffer.restore` maps fresh memory at the same
 addresses. Chunks made with ``handle_type="fd"`` (or ``"fabric"``) are exported to other
-processes with :meth:`~VirtualBuffer.export` and mapped there with
-:meth:`~VirtualBuffer.import_handles`. Its handles, their releases and the wait before
+processes with :meth:`~VirtualBuffer.export_handle` and mapped there with
+:meth:`~VirtualBuffer.import_handle`. Its handles, their releases and the wait before
 an unmap (``cuCtxSynchronize``) are in :mod:`cudriver._vmm`.
 """
 
@@ -24,20 +24,19 @@ from cuda.bindings import driver as _drv
 
 from . import _handle
 from . import driver as _cd
-from ._coerce import U64_LIMIT, bool_arg, int_arg, nbytes_arg
+from ._coerce import U64_LIMIT, bool_arg, deprecated, int_arg, nbytes_arg, renamed_keyword
 from ._copy import enqueue
-from ._enums import DeviceAttribute
+from ._enums import DeviceAttribute, MemAccess
 from ._handle import Lease, pinned, release_state
 from ._vmm import (
     FABRIC_BYTES,
     KINDS,
-    READ,
-    RW,
     Reservation,
     Space,
     Teardown,
     calls_done,
     devices_arg,
+    import_args,
     kind_arg,
     refuse_in_capture,
     require,
@@ -48,7 +47,7 @@ from .device import Device, kept_primary
 from .errors import GUARD, ClosedError, error_for
 from .memory import DeviceBuffer
 from .pinned import PinnedBuffer
-from .pool import _device_of, _kept, _location
+from .pool import _access_arg, _device_of, _kept, _location
 
 __all__ = ["VirtualBuffer"]
 
@@ -58,13 +57,22 @@ _cuMemcpyDtoHAsync = _drv.cuMemcpyDtoHAsync
 _cuMemcpyHtoDAsync = _drv.cuMemcpyHtoDAsync
 
 
+class _Zero(int):
+    """The default of ``VirtualBuffer(nbytes=)``: 0, told apart from an explicit 0."""
+
+    __slots__ = ()
+
+
+_NO_NBYTES = _Zero(0)
+
+
 def _not_available(name: str, hint: str) -> Any:
     """A classmethod of DeviceBuffer that VirtualBuffer refuses (with TypeError)."""
 
     def refuse(cls: Any, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError(
             f"VirtualBuffer.{name} is not available: a VirtualBuffer owns its reservation; "
-            "use VirtualBuffer(reserve, size=...) or a DeviceBuffer"
+            "use VirtualBuffer(reserve, nbytes=...) or a DeviceBuffer"
         )
 
     refuse.__name__ = refuse.__qualname__ = name
@@ -76,7 +84,7 @@ class VirtualBuffer(DeviceBuffer):
     """Device memory at a fixed address that grows, shrinks, sleeps and is shared.
 
     Reserves ``reserve`` bytes of device addresses (``cuMemAddressReserve``, rounded
-    up to :attr:`granularity`) and maps ``size`` bytes of physical memory at its start
+    up to :attr:`granularity`) and maps ``nbytes`` bytes of physical memory at its start
     (``cuMemCreate``, ``cuMemMap``, ``cuMemSetAccess``). Everything a
     :class:`~cudriver.DeviceBuffer` does works on it (copies, fills, kernel arguments,
     ``__cuda_array_interface__``, DLPack, views); :attr:`nbytes` is the size mapped now,
@@ -91,13 +99,15 @@ class VirtualBuffer(DeviceBuffer):
         A :class:`~cudriver.Device` or ordinal; default: the current context's device.
         The buffer keeps that device's context (the current one when it is that
         device's, else cudriver's retain of its primary context).
-    size
+    nbytes
         Bytes to map now (rounded up to the granularity); 0 maps nothing.
     access
         Other devices to give read-write access (see :meth:`set_access`).
     handle_type
         ``"fd"`` to make the memory exportable as POSIX file descriptors, ``"fabric"``
-        as fabric handles (see :meth:`export`); None (default): not exportable.
+        as fabric handles (see :meth:`export_handle`); None (default): not exportable.
+    size
+        Deprecated: use ``nbytes``.
 
     Raises
     ------
@@ -113,10 +123,15 @@ class VirtualBuffer(DeviceBuffer):
     ``close()`` blocks for that wait when it releases in place; while a lease holds
     the buffer (a graph, a prepared launch, a DLPack export), the release runs when
     the last one goes; while a capture begun through cudriver is open, or on a
-    host-function thread, it is queued for the releasing thread. Work enqueued by
-    another thread *while* the buffer is being closed, shrunk or offloaded is the
-    caller's race: kernel launches do not pin their buffer arguments (a
-    :class:`~cudriver.LaunchPlan` holds a lease, which does).
+    host-function thread, it is queued for the releasing thread.
+    :meth:`Kernel.launch <cudriver.Kernel.launch>` pins every cudriver buffer among its
+    arguments for the duration of the launch, so a ``close()`` or :meth:`offload` on
+    another thread unmaps only after a launch already under way has reached the
+    driver (and the wait has let it run); later launches see a
+    :class:`~cudriver.ClosedError`. A :class:`~cudriver.LaunchPlan`, a graph or a DLPack
+    export holds a lease, which keeps the memory mapped until it is gone. Work that
+    another thread enqueues *while* the buffer is being shrunk is the caller's race: the
+    wait before the unmap covers the work enqueued before it.
 
     While :meth:`offload`-ed the buffer refuses every use (:class:`~cudriver.ClosedError`
     saying so), and its views are closed; graphs that use it must not be launched until
@@ -137,16 +152,20 @@ class VirtualBuffer(DeviceBuffer):
         reserve: int,
         *,
         device: Device | int | None = None,
-        size: int = 0,
+        nbytes: int = _NO_NBYTES,
         access: Iterable[Device | int] = (),
         handle_type: str | None = None,
+        size: int | None = None,
     ) -> None:
         rsv = nbytes_arg(reserve, "reserve")
-        n = int_arg(size, "size")
+        if size is not None:
+            given = None if nbytes is _NO_NBYTES else nbytes
+            nbytes = renamed_keyword("VirtualBuffer", "size", size, "nbytes", given)
+        n = int_arg(nbytes, "nbytes")
         if not 0 <= n < U64_LIMIT:
-            raise ValueError(f"size must be >= 0 and below 2**64, not {n}")
+            raise ValueError(f"nbytes must be >= 0 and below 2**64, not {n}")
         if n > rsv:
-            raise ValueError(f"size {n} exceeds the reservation of {rsv} bytes")
+            raise ValueError(f"nbytes {n} exceeds the reservation of {rsv} bytes")
         kind = kind_arg(handle_type)
         peers = devices_arg(access)
         dev = _device_of(device)
@@ -226,7 +245,7 @@ class VirtualBuffer(DeviceBuffer):
 
     @property
     def handle_type(self) -> str | None:
-        """Which handles :meth:`export` gives (``"fd"`` or ``"fabric"``), or None."""
+        """Which handles :meth:`export_handle` gives (``"fd"`` or ``"fabric"``), or None."""
         return self._space().kind
 
     @property
@@ -462,8 +481,14 @@ class VirtualBuffer(DeviceBuffer):
             self._finalizer = fin
 
     # -- access and sharing -----------------------------------------------------------------
-    def set_access(self, device: Device | int, read_write: bool = True) -> None:
-        """Let ``device`` read (and write) the buffer (``cuMemSetAccess`` per chunk).
+    def set_access(
+        self,
+        device: Device | int,
+        access: MemAccess | int = MemAccess.READ_WRITE,
+        *,
+        read_write: bool | None = None,
+    ) -> None:
+        """Let ``device`` use the buffer as ``access`` says (``cuMemSetAccess`` per chunk).
 
         Applies to the memory mapped now and to every chunk mapped later (growth,
         :meth:`restore`). The device needs peer access to the buffer's device
@@ -471,21 +496,48 @@ class VirtualBuffer(DeviceBuffer):
         No synchronisation, no allocation. Unmapping then also waits for that device's
         primary context.
 
+        Parameters
+        ----------
+        device
+            A :class:`~cudriver.Device` or ordinal.
+        access
+            A :class:`~cudriver.MemAccess` (or its int value): ``READ_WRITE``
+            (default), ``READ``, or ``NONE`` to take access away.
+        read_write
+            Deprecated: use ``access`` (``read_write=False`` is ``MemAccess.READ``).
+
         Raises
         ------
+        TypeError
+            ``access`` is not a MemAccess or int (a bool is refused), or both
+            ``access`` and ``read_write`` are given.
         ValueError
-            ``read_write=False`` for the buffer's own device.
+            ``access`` is no MemAccess value, or is not ``READ_WRITE`` for the buffer's
+            own device.
         """
+        if read_write is not None:
+            rw = bool_arg(read_write, "read_write")
+            if access is not MemAccess.READ_WRITE:
+                raise TypeError(
+                    "set_access() takes access= or its deprecated form read_write=, not both"
+                )
+            deprecated(
+                "VirtualBuffer.set_access(device, read_write=...)",
+                "VirtualBuffer.set_access(device, MemAccess.READ_WRITE or MemAccess.READ)",
+            )
+            access = MemAccess.READ_WRITE if rw else MemAccess.READ
+        acc = _access_arg(access)
         sp = self._own("set_access")
-        rw = bool_arg(read_write, "read_write")
         dev = _device_of(device)
-        if dev.ordinal == sp.device.ordinal and not rw:
-            raise ValueError("the buffer's own device keeps read-write access")
+        if dev.ordinal == sp.device.ordinal and acc is not MemAccess.READ_WRITE:
+            raise ValueError(
+                f"the buffer's own device keeps read-write access, not MemAccess.{acc.name}"
+            )
         hold = Lease(self._state, self)
         try:
             sp.enter("set_access")
             try:
-                flags = RW if rw else READ
+                flags = _drv.CUmemAccess_flags(int(acc))
                 d = _drv.CUmemAccessDesc()
                 d.location = _location(dev)
                 d.flags = flags
@@ -493,7 +545,7 @@ class VirtualBuffer(DeviceBuffer):
                     for c in sp.chunks:
                         _cd.cuMemSetAccess(c.addr, c.size, [d], 1)
                 sp.set_access(dev.ordinal, flags)  # for the chunks mapped later
-                if dev.ordinal != sp.device.ordinal:
+                if dev.ordinal != sp.device.ordinal and acc is not MemAccess.NONE:
                     h = kept_primary(dev).handle  # unmapping waits for its work too
                     if all(int(x) != int(h) for x in sp.waits):
                         sp.waits.append(h)
@@ -502,18 +554,42 @@ class VirtualBuffer(DeviceBuffer):
         finally:
             del hold
 
+    def access(self, device: Device | int) -> MemAccess:
+        """How ``device`` may use the buffer (no driver call).
+
+        Answered from the buffer's own record of what :meth:`set_access` (and the
+        ``access=`` of the constructor) set, which every chunk mapped gets: the
+        buffer's device has ``READ_WRITE``, a device never given access ``NONE``.
+        ``cuMemGetAccess`` would answer the same for each mapped chunk.
+        """
+        sp = self._space()
+        if sp.closed:
+            self._raise_closed()
+        dev = _device_of(device)
+        flags = sp.access.get(dev.ordinal)
+        return MemAccess.NONE if flags is None else MemAccess(int(flags))
+
+    # Overrides DeviceBuffer.export_handle (the 64 bytes of a pool allocation) with
+    # another return type: a VirtualBuffer travels as one handle per chunk.
     @pinned
-    def export(self) -> list[int | bytes]:
+    def export_handle(self) -> list[int | bytes]:  # type: ignore[override]
         """One shareable handle per chunk (``cuMemExportToShareableHandle``), in order.
 
         POSIX file descriptors (ints; the caller owns them and closes them with
         :func:`os.close`) for ``handle_type="fd"``, 64-byte fabric handles for
         ``"fabric"``. Send them with :attr:`chunks` to another process (descriptors over
         a Unix socket, ``socket.send_fds``), which maps them with
-        :meth:`import_handles`. No synchronisation. Memory mapped by :meth:`restore` is
+        :meth:`import_handle`. No synchronisation. Memory mapped by :meth:`restore` is
         new: export again.
+
+        Raises
+        ------
+        ValueError
+            The buffer was made without ``handle_type``.
+        TypeError
+            The buffer is a view.
         """
-        sp = self._own("export")
+        sp = self._own("export_handle")
         if sp.kind is None:
             raise ValueError(
                 "this VirtualBuffer was made without handle_type: its memory cannot be "
@@ -535,8 +611,16 @@ class VirtualBuffer(DeviceBuffer):
             raise
         return out
 
+    def export(self) -> list[int | bytes]:
+        """Deprecated: use :meth:`export_handle`."""
+        deprecated("VirtualBuffer.export()", "VirtualBuffer.export_handle()")
+        return self.export_handle()
+
+    # Overrides DeviceBuffer.import_handle(data, nbytes, *, pool) with another signature:
+    # a VirtualBuffer maps one handle per chunk. A call meant for DeviceBuffer's (pool=,
+    # or the 64 bytes of a pool allocation) is refused with a TypeError.
     @classmethod
-    def import_handles(
+    def import_handle(  # type: ignore[override]
         cls,
         handles: Sequence[int | bytes],
         sizes: Sequence[int],
@@ -544,7 +628,7 @@ class VirtualBuffer(DeviceBuffer):
         device: Device | int | None = None,
         reserve: int | None = None,
     ) -> VirtualBuffer:
-        """Map memory another process exported (:meth:`export`) into a new buffer.
+        """Map memory another process exported (:meth:`export_handle`) into a new buffer.
 
         ``handles`` are the file descriptors received (not closed here: close them
         afterwards, since an open descriptor keeps the memory allocated) or the fabric
@@ -552,31 +636,21 @@ class VirtualBuffer(DeviceBuffer):
         (default: their sum), then per handle ``cuMemImportFromShareableHandle``,
         ``cuMemMap`` and ``cuMemSetAccess``. The buffer may grow further with memory
         of its own; closing it unmaps and releases this process's handles only.
+        (An allocation of a :class:`~cudriver.MemoryPool` is opened with
+        :meth:`DeviceBuffer.import_handle` instead.)
+
+        Raises
+        ------
+        TypeError
+            ``handles`` is not a sequence of file descriptors (ints; a bool is refused)
+            or of 64-byte fabric handles, or ``sizes`` not a sequence of ints.
+        ValueError
+            ``handles`` is empty or of another length than ``sizes``, a descriptor is
+            negative, a size not positive, or ``reserve`` smaller than their sum.
+        OSError
+            A descriptor is not open (``os.fstat``'s error).
         """
-        hs = list(handles)
-        ss = [nbytes_arg(s, "sizes entry") for s in sizes]
-        if not hs or len(hs) != len(ss):
-            raise ValueError(
-                f"handles and sizes must be non-empty and of one length, not {len(hs)} "
-                f"and {len(ss)}"
-            )
-        if all(isinstance(h, int) and not isinstance(h, bool) for h in hs):
-            kind = "fd"
-            for h in hs:
-                if int(h) < 0:
-                    raise ValueError(f"handles entry {int(h)} is not a file descriptor")
-                os.fstat(int(h))  # a closed descriptor fails here, with the OS's message
-        elif all(isinstance(h, bytes | bytearray) and len(h) == FABRIC_BYTES for h in hs):
-            kind = "fabric"
-        else:
-            raise TypeError(
-                "handles must be file descriptors (ints) or 64-byte fabric handles "
-                "(bytes), as export() returns"
-            )
-        total = sum(ss)
-        rsv = total if reserve is None else nbytes_arg(reserve, "reserve")
-        if rsv < total:
-            raise ValueError(f"reserve {rsv} is smaller than the {total} bytes to import")
+        hs, ss, kind, rsv = import_args(handles, sizes, reserve)
         buf = cls(rsv, device=device, handle_type=kind)
         try:
             sp = buf._vm
@@ -598,6 +672,19 @@ class VirtualBuffer(DeviceBuffer):
             buf.close()
             raise
         return buf
+
+    @classmethod
+    def import_handles(
+        cls,
+        handles: Sequence[int | bytes],
+        sizes: Sequence[int],
+        *,
+        device: Device | int | None = None,
+        reserve: int | None = None,
+    ) -> VirtualBuffer:
+        """Deprecated: use :meth:`import_handle`."""
+        deprecated("VirtualBuffer.import_handles(...)", "VirtualBuffer.import_handle(...)")
+        return cls.import_handle(handles, sizes, device=device, reserve=reserve)
 
     # -- closing ----------------------------------------------------------------------------
     def close(self) -> None:
