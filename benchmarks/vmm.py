@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         ok(drv.cuStreamSynchronize(_LEGACY))
         return (clock() - t0) * 1e6
 
-    vb = cu.VirtualBuffer(big, size=big)
+    vb = cu.VirtualBuffer(big, nbytes=big)
 
     def vb_round() -> float:
         t0 = clock()

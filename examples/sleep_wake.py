@@ -51,7 +51,7 @@ def main() -> None:
     s = cu.Stream()
 
     w0 = (np.arange(N, dtype=np.uint32) % 1021).astype(np.float32)
-    weights = cu.VirtualBuffer(1 << 30, size=NBYTES)  # reserve 1 GiB, map 64 MiB
+    weights = cu.VirtualBuffer(1 << 30, nbytes=NBYTES)  # reserve 1 GiB, map 64 MiB
     weights.copy_from(w0)
     ptr = weights.ptr
 

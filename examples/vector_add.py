@@ -58,7 +58,7 @@ def main() -> None:
     d_b = cu.DeviceBuffer.from_array(b)
     d_c = cu.DeviceBuffer.empty(N, np.float32)  # uninitialised, remembers dtype and shape
 
-    start, stop = cu.Event(), cu.Event()
+    start, stop = cu.Event(timing=True), cu.Event(timing=True)
     start.record(stream)
     grid = (N + BLOCK - 1) // BLOCK
     kernel.launch(stream, grid, BLOCK, d_a, d_b, d_c, N)  # asynchronous
