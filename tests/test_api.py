@@ -115,3 +115,43 @@ def test_package_modules_import_one_way() -> None:
 
     cycles = sorted((m, d) for m, deps in graph.items() for d in deps if reaches(d, m, set()))
     assert cycles == []
+
+
+def test_every_from_handle_takes_handle_first() -> None:
+    # One vocabulary: wrapping a foreign handle reads the same on every class.
+    firsts = {}
+    for cls in _public_classes():
+        fn = getattr(cls, "from_handle", None)
+        if fn is None:
+            continue
+        params = list(inspect.signature(fn).parameters)
+        if params[:1] == ["args"]:  # refused (VirtualBuffer owns its reservation)
+            continue
+        firsts[cls.__name__] = params[0]
+    assert len(firsts) >= 8
+    assert set(firsts.values()) == {"handle"}, firsts
+
+
+def test_enqueue_only_calls_take_the_stream_first() -> None:
+    # The stream rule's shape: a stream first (no default) on enqueue-only calls,
+    # keyword-only stream= everywhere else.
+    first = [
+        (cu.Kernel, "launch"),
+        (cu.LaunchPlan, "launch"),
+        (cu.GraphExec, "launch"),
+        (cu.GraphExec, "upload"),
+        (cu.Event, "record"),
+    ]
+    for cls, name in first:
+        # With the compiled core, the Python method (annotated) is _py_<name>.
+        fn = cls.__dict__.get(f"_py_{name}") or getattr(cls, name)
+        p = list(inspect.signature(fn).parameters.values())[1]
+        assert p.name == "stream" and p.default is inspect.Parameter.empty, (cls, name)
+    for cls in _public_classes():
+        for name, member in vars(cls).items():
+            fn = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
+            if not inspect.isfunction(fn) or name.startswith("_") or (cls, name) in first:
+                continue
+            p = inspect.signature(fn).parameters.get("stream")
+            if p is not None:
+                assert p.kind is inspect.Parameter.KEYWORD_ONLY, f"{cls.__name__}.{name}"

@@ -310,7 +310,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
     @classmethod
     def from_handle(
         cls,
-        ptr: Any,
+        handle: Any,
         nbytes: int,
         owner: Any = None,
         *,
@@ -320,7 +320,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
 
         Parameters
         ----------
-        ptr
+        handle
             The device address: an int or a ``CUdeviceptr``.
         nbytes
             The size of the memory in bytes.
@@ -331,7 +331,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
             (``cuPointerGetAttribute``), else the current context. Makes no driver
             call here.
         """
-        h = handle_arg(ptr, _drv.CUdeviceptr, "device pointer")
+        h = handle_arg(handle, _drv.CUdeviceptr, "device pointer")
         n = nbytes_arg(nbytes)
         ctx = context_arg(context)
         self = cls.__new__(cls)
