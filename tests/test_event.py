@@ -130,6 +130,18 @@ class TestEventGPU:
         with pytest.raises(ValueError, match="interprocess=True"):
             cu.Event().export_handle()
 
+    def test_export_from_a_thread_without_a_context(self) -> None:
+        # multiprocessing pickles on a Queue's feeder thread, where no context is current.
+        import threading
+
+        ev = cu.Event(interprocess=True)
+        got: list[object] = []
+        t = threading.Thread(target=lambda: got.append((cu.Context.current(), ev.export_handle())))
+        t.start()
+        t.join(60)
+        assert got and got[0][0] is None and got[0][1] == ev.export_handle()
+        ev.close()
+
     def test_from_handle(self, stream: cu.Stream) -> None:
         ev = cu.Event()
         b = cu.Event.from_handle(ev.handle)

@@ -62,6 +62,7 @@ from .errors import (
     capturing_on_this_thread,
     error_for,
     make_error,
+    pickle_refusal,
 )
 
 __all__ = [
@@ -733,4 +734,12 @@ class Handle(HandleRoot):
         return f"<{name} {self._key:#x}{' ' + extra if extra else ''} {own}>"
 
     def __reduce__(self) -> NoReturn:
-        raise TypeError(f"cannot pickle a {self._kind}: it owns a driver handle")
+        raise TypeError(self._pickle_refusal())
+
+    def _travel_refusal(self) -> str | None:
+        """Why this object cannot travel to another process; None if it can (see _share)."""
+        return "it owns a driver handle of this process"
+
+    def _pickle_refusal(self) -> str:
+        """What ``pickle.dumps`` says (and ``multiprocessing``, for what cannot travel)."""
+        return pickle_refusal(self._kind, self._travel_refusal())

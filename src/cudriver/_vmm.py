@@ -34,6 +34,7 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
+from . import _share
 from . import driver as _cd
 from ._bindings import SUCCESS
 from ._coerce import nbytes_arg
@@ -68,6 +69,9 @@ __all__ = [
     "import_args",
     "require",
     "round_up",
+    "travel_refusal",
+    "reduce_virtual",
+    "rebuild_virtual",
 ]
 
 _T = _drv.CUmemAllocationHandleType
@@ -464,3 +468,58 @@ def require(dev: Device, attr: DeviceAttribute, what: str) -> None:
             _drv.cuMemCreate.__name__,
             f"device {dev.ordinal} does not support {what} (DeviceAttribute.{attr.name} is 0)",
         )
+
+
+# -- travelling through multiprocessing (see _share) -------------------------------------
+def travel_refusal(sp: Space) -> str | None:
+    """Why a VirtualBuffer over ``sp`` cannot travel to another process, or None."""
+    if sp.closed:
+        return "it is closed"
+    if sp.kind != "fd":
+        return "it was made without handle_type='fd' (file descriptors are what travel)"
+    if sp.asleep:
+        return "it is offloaded: restore() it first"
+    return None
+
+
+def reduce_virtual(buf: Any) -> tuple[Any, ...]:
+    """``multiprocessing``'s reduction of a VirtualBuffer: one descriptor per chunk."""
+    _share.refuse(buf)
+    root = buf._base if buf._base is not None else buf
+    fds = root.export_handle()
+    sent: list[Any] = []
+    try:
+        for fd in fds:
+            sent.append(_share.send_fd(fd))  # owns fd from here
+    except BaseException:
+        for fd in fds[len(sent) + 1 :]:
+            os.close(fd)
+        raise
+    layout = (buf._offset, buf._nbytes, buf._dtype, buf._shape)
+    dev = _share.device_uuid(root._vm.device)
+    return (rebuild_virtual, (type(root), sent, list(root.chunks), dev, *layout))
+
+
+def rebuild_virtual(
+    cls: Any,
+    sent: list[Any],
+    sizes: list[int],
+    uuid: bytes,
+    offset: int,
+    nbytes: int,
+    dtype: Any,
+    shape: tuple[int, ...] | None,
+) -> Any:
+    """The VirtualBuffer a message carries, mapped here (its descriptors closed after)."""
+    fds: list[int] = []
+    try:
+        for w in sent:
+            fds.append(_share.receive_fd(w))
+        buf = cls.import_handle(fds, sizes, device=_share.device_of_uuid(uuid))
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if offset == 0 and nbytes == buf._nbytes:
+        buf._dtype, buf._shape = dtype, shape
+        return buf
+    return buf._make_view(offset, nbytes, dtype, shape)

@@ -54,9 +54,29 @@ __all__ = [
     "capturing_on_this_thread",
     "GUARD",
     "CallGuard",
+    "pickle_refusal",
 ]
 
 _SUCCESS = _drv.CUresult.CUDA_SUCCESS
+
+
+def pickle_refusal(kind: str, why: str | None) -> str:
+    """What pickling a cudriver object says: ``why`` it cannot travel, or None if it can.
+
+    What can travel does so only through ``multiprocessing`` (see ``_share``).
+    """
+    if why is None:
+        return (
+            f"cudriver.{kind} travels between processes only through multiprocessing (a "
+            "Queue, a Pipe, Process arguments, a ProcessPoolExecutor of the spawn or "
+            "forkserver context): it carries file descriptors, which pickle.dumps cannot "
+            "put into bytes"
+        )
+    return (
+        f"cannot pickle a cudriver.{kind}: {why}; what travels between processes (through "
+        "multiprocessing) is a MemoryPool(ipc=True), a DeviceBuffer allocated from one, a "
+        "VirtualBuffer(handle_type='fd') and an Event(interprocess=True)"
+    )
 
 
 class CudaError(RuntimeError):

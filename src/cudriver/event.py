@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _handle, _hostfn, _impl, aio
+from . import _bindings, _handle, _hostfn, _impl, _share, aio
 from ._bindings import SUCCESS
 from ._coerce import StreamLike, bool_arg, deprecated, handle_arg, stream_handle
 from ._handle import Handle, call_pinned, pin2, pinned, query_result, unpin2
-from .device import Context, context_arg, current_or_default
+from .device import Context, context_arg, current_or_default, kept_primary
 from .errors import GUARD, checked, error_for
 
 __all__ = ["Event"]
@@ -172,11 +173,15 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
     def export_handle(self) -> bytes:
         """Export an interprocess event (``cuIpcGetEventHandle``) as 64 bytes.
 
-        Another process opens it with :meth:`import_handle`. No synchronisation.
+        Another process opens it with :meth:`import_handle`. No synchronisation; any
+        thread may call it (the event's context is made current for the call).
         """
         if not self._flags & int(_F.CU_EVENT_INTERPROCESS):
             raise ValueError("only an Event(interprocess=True) can be exported")
-        return _bindings.struct_bytes(_cuIpcGetEventHandle(self.handle), 64)
+        # In the event's context: a Queue pickles on its feeder thread, where no context
+        # is current (measured: CUDA_ERROR_INVALID_CONTEXT there).
+        with self._context._scope():
+            return _bindings.struct_bytes(_cuIpcGetEventHandle(self.handle), 64)
 
     def ipc_handle(self) -> bytes:
         """Deprecated: use :meth:`export_handle`."""
@@ -218,6 +223,31 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
 
     def _repr_extra(self) -> str:
         return "timing" if self._timing else "no-timing"
+
+    def _travel_refusal(self) -> str | None:
+        if self._flags & int(_F.CU_EVENT_INTERPROCESS):
+            return None
+        return "this event was made without interprocess=True"
+
+
+# -- travelling through multiprocessing (see _share) -------------------------------------
+def _reduce_event(ev: Event) -> tuple[Any, ...]:
+    _share.refuse(ev)
+    data = ev.export_handle()
+    _share.EXPORTED[data] = ev
+    return (_rebuild_event, (data, os.getpid(), _share.device_uuid(ev.context.device)))
+
+
+def _rebuild_event(data: bytes, pid: int, uuid: bytes) -> Event:
+    """The event a message names, opened in the primary context of its device."""
+    if pid == os.getpid():  # the driver refuses to open an event of this process
+        ev = _share.EXPORTED.get(data)
+        if ev is not None:
+            return ev  # type: ignore[no-any-return]
+    return Event.import_handle(data, context=kept_primary(_share.device_of_uuid(uuid)))
+
+
+_share.register(Event, _reduce_event)
 
 
 # The compiled core's versions of the hot methods, where it is in use.

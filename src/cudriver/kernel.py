@@ -31,7 +31,7 @@ from ._enums import FunctionAttribute
 from ._handle import Handle, Lease, pin2, pin_all, pinned, unpin2, unpin_all
 from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
 from .device import current_or_default
-from .errors import GUARD, ClosedError, NotSupportedError, checked, error_for
+from .errors import GUARD, ClosedError, NotSupportedError, checked, error_for, pickle_refusal
 from .launch import (
     NO_BLOCK,
     LaunchConfig,
@@ -719,6 +719,9 @@ class LaunchPlan(_impl.PlanCore):
     def packed(self) -> PackedArgs:
         """The packed arguments (``packed.address`` is the ``kernelParams`` value)."""
         return self._packed
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(pickle_refusal("LaunchPlan", "it launches a kernel of this process"))
 
     def __repr__(self) -> str:
         return (

@@ -69,17 +69,10 @@ _cuMemAllocAsync = _drv.cuMemAllocAsync
 _cuMemAllocFromPoolAsync = _drv.cuMemAllocFromPoolAsync
 _cuMemFree = _drv.cuMemFree
 _cuMemFreeAsync = _drv.cuMemFreeAsync
-_cuCtxSynchronize = _drv.cuCtxSynchronize
-_cuStreamSynchronize = _drv.cuStreamSynchronize
 _cuMemcpyHtoDAsync = _drv.cuMemcpyHtoDAsync
 _cuMemcpyDtoHAsync = _drv.cuMemcpyDtoHAsync
 _cuMemcpyDtoDAsync = _drv.cuMemcpyDtoDAsync
 _cuPointerGetAttribute = _drv.cuPointerGetAttribute
-_cuEventCreate = _drv.cuEventCreate
-_cuEventRecord = _drv.cuEventRecord
-_cuEventDestroy = _drv.cuEventDestroy
-_cuStreamWaitEvent = _drv.cuStreamWaitEvent
-_EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 _MEMSET = {1: _drv.cuMemsetD8Async, 2: _drv.cuMemsetD16Async, 4: _drv.cuMemsetD32Async}
 
 
@@ -729,6 +722,13 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         if not isinstance(pool, PoolBase):
             raise TypeError(f"pool must be a cudriver.MemoryPool, not {type(pool).__name__}")
         return cast(DeviceBuffer, pool._import_pointer(cls, data, nbytes))
+
+    def _travel_refusal(self) -> str | None:
+        # Why this buffer cannot travel between processes (pool.py pickles those that can).
+        root = self._base if self._base is not None else self
+        if any(isinstance(k, PoolBase) for k in (getattr(root._state, "keep", None) or ())):
+            return None
+        return f"this {self._kind} is not an allocation of a MemoryPool(ipc=True)"
 
     @property
     def device(self) -> Device:

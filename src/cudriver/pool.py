@@ -18,6 +18,7 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
+from . import _share
 from ._bindings import SUCCESS
 from ._coerce import (
     NONE_STREAM,
@@ -212,12 +213,14 @@ class MemoryPool(PoolBase):
     :meth:`default` and :meth:`current` wrap the driver's own pools without owning them.
     """
 
-    __slots__ = ("_device", "_ipc")
+    __slots__ = ("_device", "_imported", "_ipc", "_token")
 
     _kind = "MemoryPool"
 
     _device: Device
     _ipc: bool
+    _imported: bool
+    _token: str | None  # names the pool in messages to other processes (_share.token)
 
     def __init__(
         self,
@@ -244,9 +247,13 @@ class MemoryPool(PoolBase):
         if threshold:
             self.release_threshold = threshold
 
-    def _setup(self, h: Any, dev: Device, ipc: bool, *, home: Context | None) -> None:
+    def _setup(
+        self, h: Any, dev: Device, ipc: bool, *, home: Context | None, imported: bool = False
+    ) -> None:
         self._device = dev
         self._ipc = ipc
+        self._imported = imported
+        self._token = None
         if home is not None:
             rel = _Destroy()
             self._init_handle(h, release=rel, func="cuMemPoolDestroy", keep=(home,))
@@ -291,7 +298,8 @@ class MemoryPool(PoolBase):
         dev = _device_of(device)
         self = cls.__new__(cls)
         self._device = dev
-        self._ipc = False
+        self._ipc = self._imported = False
+        self._token = None
         self._init_handle(h, release=None, func="cuMemPoolDestroy", owned=False, owner=owner)
         return self
 
@@ -470,7 +478,7 @@ class MemoryPool(PoolBase):
         with ctx._scope():
             h = _cuMemPoolImportFromShareableHandle(fd, _FD, 0)
         self = cls.__new__(cls)
-        self._setup(h, dev, True, home=ctx)
+        self._setup(h, dev, True, home=ctx, imported=True)
         return self
 
     def _export_pointer(self, buf: DeviceMemory) -> bytes:
@@ -544,6 +552,84 @@ class MemoryPool(PoolBase):
 
     def _repr_extra(self) -> str:
         return f"device={self._device.ordinal}" + (" ipc" if self._ipc else "")
+
+    def _travel_refusal(self) -> str | None:
+        if not self._owned:
+            return "a borrowed pool (the driver's own, or from_handle) cannot be shared"
+        if not self._ipc:
+            return "this pool was made without ipc=True"
+        if self._imported:
+            return "this pool was opened from another process; it travels from its maker"
+        return None
+
+
+# -- travelling through multiprocessing (see _share) -------------------------------------
+def _reduce_pool(pool: MemoryPool) -> tuple[Any, ...]:
+    _share.refuse(pool)
+    tok = _share.token(pool)
+    _share.EXPORTED[tok] = pool
+    fd = _share.send_fd(pool.export_handle())
+    return (_rebuild_pool, (fd, os.getpid(), tok, _share.device_uuid(pool.device)))
+
+
+def _rebuild_pool(wrapped: Any, pid: int, tok: str, uuid: bytes) -> MemoryPool:
+    """The pool a message names: the one this process opened already, else opened now."""
+    fd = _share.receive_fd(wrapped)
+    try:
+        with _share.LOCK:
+            pool = _share.EXPORTED.get(tok) if pid == os.getpid() else _share.POOLS.get((pid, tok))
+            if pool is None or pool.closed:
+                pool = MemoryPool.import_handle(fd, _share.device_of_uuid(uuid))
+                _share.POOLS[(pid, tok)] = pool
+        return pool
+    finally:
+        os.close(fd)
+
+
+def _reduce_buffer(buf: DeviceBuffer) -> tuple[Any, ...]:
+    _share.refuse(buf)
+    root = buf._base if buf._base is not None else buf
+    pool = PoolBase._of(root)
+    assert isinstance(pool, MemoryPool)
+    pool_args = _reduce_pool(pool)[1]  # shares the pool first, as the driver requires
+    data = root.export_handle()
+    _share.EXPORTED[(pool_args[2], data)] = root
+    layout = (root._nbytes, buf._offset, buf._nbytes, buf._dtype, buf._shape)
+    return (_rebuild_buffer, (*pool_args, data, *layout))
+
+
+def _rebuild_buffer(
+    wrapped: Any,
+    pid: int,
+    tok: str,
+    uuid: bytes,
+    data: bytes,
+    root_nbytes: int,
+    offset: int,
+    nbytes: int,
+    dtype: Any,
+    shape: tuple[int, ...] | None,
+) -> DeviceBuffer:
+    """The allocation a message names, opened once per process; a view when shared."""
+    pool = _rebuild_pool(wrapped, pid, tok, uuid)
+    with _share.LOCK:
+        if pid == os.getpid():
+            root = _share.EXPORTED.get((tok, data))
+        else:
+            root = _share.BUFFERS.get((pid, tok, data))
+        fresh = root is None or root.closed
+        if fresh:
+            root = DeviceBuffer.import_handle(data, root_nbytes, pool=pool)
+            _share.BUFFERS[(pid, tok, data)] = root
+    assert root is not None
+    if fresh and offset == 0 and nbytes == root_nbytes:
+        root._dtype, root._shape = dtype, shape  # the root itself: it owns the import
+        return root  # type: ignore[no-any-return]
+    return root._make_view(offset, nbytes, dtype, shape)  # type: ignore[no-any-return]
+
+
+_share.register(MemoryPool, _reduce_pool)
+_share.register(DeviceBuffer, _reduce_buffer)
 
 
 def _kept(dev: Device) -> Context:

@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _handle
+from . import _handle, _share
 from . import driver as _cd
 from ._coerce import U64_LIMIT, bool_arg, deprecated, int_arg, nbytes_arg, renamed_keyword
 from ._copy import enqueue
@@ -38,9 +38,11 @@ from ._vmm import (
     devices_arg,
     import_args,
     kind_arg,
+    reduce_virtual,
     refuse_in_capture,
     require,
     round_up,
+    travel_refusal,
     wait,
 )
 from .device import Device, kept_primary
@@ -247,6 +249,9 @@ class VirtualBuffer(DeviceBuffer):
     def handle_type(self) -> str | None:
         """Which handles :meth:`export_handle` gives (``"fd"`` or ``"fabric"``), or None."""
         return self._space().kind
+
+    def _travel_refusal(self) -> str | None:
+        return travel_refusal(self._space())
 
     @property
     def closed(self) -> bool:
@@ -738,3 +743,6 @@ class VirtualBuffer(DeviceBuffer):
         if sp is not None and sp.asleep and not sp.closed:
             return f"<cudriver.VirtualBuffer {self._key:#x} offloaded nbytes={self._nbytes}>"
         return super().__repr__()
+
+
+_share.register(VirtualBuffer, reduce_virtual)
