@@ -187,7 +187,7 @@ def test_a_process_pool_maps_over_buffers(
 
 
 @pytest.mark.gpu
-def test_200_rounds_leak_no_descriptor_memory_or_registry_entry(
+def test_200_rounds_leave_no_descriptor_or_opened_allocation(
     ctx: cu.Context, stream: cu.Stream, ipc_pool: cu.MemoryPool
 ) -> None:
     buf = ipc_pool.allocate(1 << 20, stream=stream)

@@ -18,11 +18,12 @@ it: :class:`StreamBase` (the base of :class:`cudriver.Stream`), :class:`DeviceMe
 
 from __future__ import annotations
 
+import enum
 import math
 import numbers
 import operator
 import warnings
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +44,7 @@ __all__ = [
     "NONE_STREAM",
     "deprecated",
     "renamed_keyword",
+    "enum_arg",
     "device_address",
     "int_arg",
     "uint_arg",
@@ -264,6 +266,34 @@ def renamed_keyword(func: str, old: str, old_value: Any, new: str, new_value: An
         raise TypeError(f"{func}() takes {new}= or its deprecated name {old}=, not both")
     deprecated(f"{func}({old}=...)", f"{func}({new}=...)", stacklevel=4)
     return old_value
+
+
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+def enum_arg(value: object, enum_cls: type[_E], what: str) -> _E:
+    """``value`` as a member of ``enum_cls``: a member, its int value or a bindings member.
+
+    The one rule for enum arguments: ``TypeError`` for another type (a bool too),
+    ``ValueError`` naming the enum and its members for a value it does not have.
+    """
+    if isinstance(value, enum_cls):
+        return value
+    v = None
+    if not isinstance(value, bool):
+        try:
+            v = operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+    if v is None:
+        raise TypeError(
+            f"{what} must be a cudriver.{enum_cls.__name__}, not {type(value).__name__}"
+        )
+    members = list(enum_cls)  # the named members (IntFlag: no combinations)
+    if v not in [m.value for m in members]:
+        names = ", ".join(f"{m.name}={m.value}" for m in members)
+        raise ValueError(f"{what} must be a cudriver.{enum_cls.__name__} ({names}), not {v}")
+    return enum_cls(v)
 
 
 def raw_stream_handle(stream: StreamLike) -> Any:

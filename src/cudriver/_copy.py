@@ -47,6 +47,7 @@ __all__ = [
     "order_after",
     "memory_side",
     "enqueue",
+    "refuse_capturing",
 ]
 
 _EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
@@ -328,20 +329,22 @@ def _order_after_stream(other: int, queue: Any) -> None:
     order_after(queue, other)
 
 
-def _refuse_capturing(q: Any) -> None:
-    """Refuse to complete work on stream ``q`` while it captures (it would break the capture).
+def refuse_capturing(q: Any, refused: Callable[..., Any], why: str) -> None:
+    """Raise :class:`~cudriver.StreamCaptureError` (naming ``refused``) if ``q`` captures.
 
-    A stream-ordered buffer's operations without ``stream=`` run on its stream and wait
-    for it: the wait would invalidate the capture, so they are refused first.
+    For calls that a capture cannot hold and whose refusal by the driver would break
+    it: they are refused here first (``cuStreamIsCapturing``), and the capture goes on.
     """
     if _cuStreamIsCapturing(q) != _CAPTURE_NONE:
         raise StreamCaptureError(
-            _drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-            _cuStreamSynchronize.__name__,
-            "this stream-ordered buffer's stream is capturing: an operation without "
-            "stream= completes before returning, which a capture forbids; pass "
-            "stream= to capture it",
+            _drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, refused.__name__, why
         )
+
+
+_SYNC_IN_CAPTURE = (
+    "this stream-ordered buffer's stream is capturing: an operation without stream= "
+    "completes before returning, which a capture forbids; pass stream= to capture it"
+)
 
 
 def enqueue(
@@ -361,7 +364,7 @@ def enqueue(
         if st is not None:
             if st._h is None:
                 raise ClosedError("the stream of this stream-ordered DeviceBuffer is closed")
-            _refuse_capturing(buf._sync_h)
+            refuse_capturing(buf._sync_h, _cuStreamSynchronize, _SYNC_IN_CAPTURE)
         sh, q = None, buf._sync_h
     else:
         sh = q = stream_handle(stream)

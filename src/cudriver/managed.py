@@ -27,11 +27,12 @@ from . import _bindings
 from ._bindings import DEVICE_CPU, SUCCESS
 from ._coerce import (
     StreamLike,
+    enum_arg,
     nbytes_arg,
     stream_handle,
     typed_shape,
 )
-from ._copy import HostBytes, fill_new, host_source, new_typed
+from ._copy import HostBytes, fill_new, host_source, new_typed, refuse_capturing
 from ._enums import DeviceAttribute, MemAdvise, MemAttach
 from ._handle import pinned
 from .device import (
@@ -43,7 +44,7 @@ from .device import (
     enter_context,
     leave_context,
 )
-from .errors import NotSupportedError, StreamCaptureError, checked, error_for
+from .errors import NotSupportedError, checked, error_for
 from .memory import DeviceBuffer
 
 __all__ = ["ManagedBuffer"]
@@ -94,11 +95,7 @@ def _attach_arg(attach: object) -> int:
 
 
 def _advice_arg(advice: object) -> MemAdvise:
-    v = _index(advice, "advice must be a cudriver.MemAdvise")
-    try:
-        return MemAdvise(v)
-    except ValueError:
-        raise ValueError(f"advice must be a cudriver.MemAdvise, not {v}") from None
+    return enum_arg(advice, MemAdvise, "advice")
 
 
 _LOCATION = "location must be a Device, a device ordinal or 'host'"
@@ -397,14 +394,12 @@ class ManagedBuffer(DeviceBuffer):
         ctx = self.context
         target = Device(ordinal) if ordinal >= 0 else ctx.device
         _require_concurrent(target, _drv.cuMemPrefetchAsync)
-        r = _drv.cuStreamIsCapturing(sh)
-        if r[0] is SUCCESS and r[1] != _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE:
-            raise StreamCaptureError(
-                _drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-                _drv.cuMemPrefetchAsync.__name__,
-                "a prefetch cannot be captured (the driver refuses it, breaking the "
-                "capture): prefetch before the capture, or on a stream that is not capturing",
-            )
+        refuse_capturing(
+            sh,
+            _drv.cuMemPrefetchAsync,
+            "a prefetch cannot be captured (the driver refuses it, breaking the capture): "
+            "prefetch before the capture, or on a stream that is not capturing",
+        )
         with ctx._scope():
             _cuMemPrefetchAsync(self.handle, self._nbytes, ordinal, sh)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import operator
 import os
 import threading
 from typing import Any
@@ -26,6 +25,7 @@ from ._coerce import (
     PoolBase,
     StreamLike,
     deprecated,
+    enum_arg,
     handle_arg,
     nbytes_arg,
     uint_arg,
@@ -147,29 +147,8 @@ def _device_of(device: Any) -> Device:
 
 
 def _access_arg(access: object) -> MemAccess:
-    """``access`` checked: a :class:`~cudriver.MemAccess`, its int value or a bindings member.
-
-    TypeError for another type (a bool too), ValueError for a value that is no MemAccess.
-    """
-    if isinstance(access, MemAccess):
-        return access
-    v = None
-    if not isinstance(access, bool):
-        try:
-            v = operator.index(access)  # type: ignore[arg-type]
-        except TypeError:
-            pass
-    if v is None:
-        raise TypeError(
-            f"access must be a cudriver.MemAccess (NONE, READ or READ_WRITE), not "
-            f"{type(access).__name__}"
-        )
-    try:
-        return MemAccess(v)
-    except ValueError:
-        raise ValueError(
-            f"access must be a cudriver.MemAccess (NONE=0, READ=1, READ_WRITE=3), not {v}"
-        ) from None
+    """``access`` checked (:func:`~cudriver._coerce.enum_arg`), for pools and virtual buffers."""
+    return enum_arg(access, MemAccess, "access")
 
 
 def _location(dev: Device) -> Any:

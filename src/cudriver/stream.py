@@ -22,6 +22,7 @@ from ._coerce import (
     bool_arg,
     deprecated,
     device_address,
+    enum_arg,
     int_arg,
     stream_handle,
     uint_arg,
@@ -67,7 +68,6 @@ _PER_THREAD = 0x2
 _ATTR_ACCESS_POLICY = 1
 _ATTR_SYNC_POLICY = 3
 _NON_BLOCKING = int(_drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
-_ATTACH = frozenset(int(m) for m in MemAttach)
 
 
 class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
@@ -580,11 +580,7 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
         a, _size, _obj = device_address(buffer)
         if not 0 <= a < U64_LIMIT:
             raise ValueError(f"address {a:#x} does not fit in 64 bits")
-        if isinstance(attach, bool) or not isinstance(attach, int):
-            raise TypeError(f"attach must be a cudriver.MemAttach, not {type(attach).__name__}")
-        if int(attach) not in _ATTACH:
-            raise ValueError(f"attach must be one cudriver.MemAttach member, not {attach!r}")
-        f = MemAttach(int(attach))
+        f = enum_arg(attach, MemAttach, "attach")
         _cuStreamAttachMemAsync(self.handle, _drv.CUdeviceptr(a), n, int(f))
 
     def attach_mem_async(

@@ -59,15 +59,6 @@ _cuMemcpyDtoHAsync = _drv.cuMemcpyDtoHAsync
 _cuMemcpyHtoDAsync = _drv.cuMemcpyHtoDAsync
 
 
-class _Zero(int):
-    """The default of ``VirtualBuffer(nbytes=)``: 0, told apart from an explicit 0."""
-
-    __slots__ = ()
-
-
-_NO_NBYTES = _Zero(0)
-
-
 def _not_available(name: str, hint: str) -> Any:
     """A classmethod of DeviceBuffer that VirtualBuffer refuses (with TypeError)."""
 
@@ -102,7 +93,7 @@ class VirtualBuffer(DeviceBuffer):
         The buffer keeps that device's context (the current one when it is that
         device's, else cudriver's retain of its primary context).
     nbytes
-        Bytes to map now (rounded up to the granularity); 0 maps nothing.
+        Bytes to map now (rounded up to the granularity); 0 or None (default) maps nothing.
     access
         Other devices to give read-write access (see :meth:`set_access`).
     handle_type
@@ -154,16 +145,15 @@ class VirtualBuffer(DeviceBuffer):
         reserve: int,
         *,
         device: Device | int | None = None,
-        nbytes: int = _NO_NBYTES,
+        nbytes: int | None = None,
         access: Iterable[Device | int] = (),
         handle_type: str | None = None,
         size: int | None = None,
     ) -> None:
         rsv = nbytes_arg(reserve, "reserve")
         if size is not None:
-            given = None if nbytes is _NO_NBYTES else nbytes
-            nbytes = renamed_keyword("VirtualBuffer", "size", size, "nbytes", given)
-        n = int_arg(nbytes, "nbytes")
+            nbytes = renamed_keyword("VirtualBuffer", "size", size, "nbytes", nbytes)
+        n = 0 if nbytes is None else int_arg(nbytes, "nbytes")
         if not 0 <= n < U64_LIMIT:
             raise ValueError(f"nbytes must be >= 0 and below 2**64, not {n}")
         if n > rsv:
