@@ -91,15 +91,23 @@ def fill_and_read(buf: cu.DeviceBuffer, value: int) -> int:
 
 
 def echo(inbox: Any, outbox: Any) -> None:
-    """Receive ``rounds`` buffers, dropping each; report fds, memory and registries."""
+    """Receive buffers, write and drop each; report fds, memory, registries, warnings."""
+    import warnings
+
     from cudriver import _share
 
+    caught: list[str] = []
+    warnings.simplefilter("always", cu.CudaWarning)
+    warnings.showwarning = lambda message, *args, **kw: caught.append(str(message))
     kernel()
+    s = cu.Stream()
     n = 0
     while True:
         msg = inbox.get(timeout=WAIT_S)
         if msg is None:
             break
+        fill(msg, n, s)  # an opening whose memory went would fault here
+        s.synchronize()
         del msg
         n += 1
         if n in (10, 200):
@@ -108,7 +116,7 @@ def echo(inbox: Any, outbox: Any) -> None:
             gc.collect()
             cu.Device().synchronize()
             free = cu.mem_get_info()[0]
-            outbox.put((n, open_fds(), free, len(_share.POOLS), len(_share.BUFFERS)))
+            outbox.put((n, open_fds(), free, len(_share.POOLS), len(_share.BUFFERS), list(caught)))
         else:
             outbox.put(n)
 

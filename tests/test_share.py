@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import cudriver as cu
-from cudriver import _share
+from cudriver import _handle, _share
 
 from . import _share_children as kids
 
@@ -101,6 +101,46 @@ def test_tokens_name_pools_apart() -> None:
 
     a, b = Pool(), Pool()
     assert _share.token(a) == _share.token(a) != _share.token(b)
+
+
+class _Opened:
+    """Stands for an object opened from a message: only its release state matters."""
+
+    def __init__(self, released: list[int]) -> None:
+        self._state = _handle._State(
+            FAKE, released.append, "cuFake", "Fake", (), lambda: released.append(-1)
+        )
+
+
+def test_a_second_opening_waits_for_the_release_of_the_first() -> None:
+    released: list[int] = []
+    key = ("test", os.getpid())
+    first = _Opened(released)
+    _share.opened(key, first)
+    assert _share.OPENED[key] is first._state
+    # Dropped, with its release queued (as garbage collection queues it): the next
+    # opening runs it first, then forgets the key.
+    _handle.release_state(first._state, collected=True)
+    _share.before_open(key, "thing")
+    assert released == [FAKE, -1]  # the release, then the hook that was there before
+    assert key not in _share.OPENED
+
+
+def test_a_second_opening_is_refused_while_the_first_is_in_use() -> None:
+    released: list[int] = []
+    key = ("test-leased", os.getpid())
+    first = _Opened(released)
+    _share.opened(key, first)
+    lease = _handle.Lease(first._state, first)
+    _handle.release_state(first._state)  # closed, but leased: the release waits
+    with pytest.raises(RuntimeError, match="not released yet: something still uses it"):
+        _share.before_open(key, "thing")
+    assert released == []
+    del lease
+    _handle.drain()
+    _share.before_open(key, "thing")
+    assert released == [FAKE, -1]
+    assert key not in _share.OPENED
 
 
 # -- on the GPU -------------------------------------------------------------------------
@@ -208,13 +248,19 @@ def test_200_rounds_leave_no_descriptor_or_opened_allocation(
         inbox.put(None)
         _finish(p)
         gc.collect()
-        (n10, fds10, free10, pools10, bufs10), (n200, fds200, free200, pools200, bufs200) = reports
+        (
+            (n10, fds10, free10, pools10, bufs10, _),
+            (n200, fds200, free200, pools200, bufs200, warned),
+        ) = reports
         print(
             f"child after 10 and 200 rounds: fds {fds10} -> {fds200}, free device memory "
             f"{free10} -> {free200} (device-wide), open pools {pools10} -> {pools200}, "
             f"open allocations {bufs10} -> {bufs200}"
         )
         assert (n10, n200) == (10, 200)
+        # Each round drops the buffer and opens it again: a release racing the next
+        # opening would free the new one (a failed cuMemFree, or a fault in the write).
+        assert warned == []
         assert fds200 <= fds10  # the child closes every descriptor it receives
         # Each opened allocation and pool is closed once dropped: none stays mapped.
         assert pools200 == bufs200 == 0

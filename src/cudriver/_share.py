@@ -11,9 +11,13 @@ spawned, else fetched by the receiver from the sender over a Unix socket. Plain
 reason (``Handle._pickle_refusal``), since a descriptor cannot go into plain bytes.
 
 The receiving side opens each object anew and owns what it opened; a pool arrives once
-per process (:data:`POOLS`, by the sender's process and the pool's token) and an
-allocation once per pool (:data:`BUFFERS`), however many times they are sent.
-Unpickling trusts the sender: it opens the handles it is given (same host, same user).
+per process (:data:`POOLS`, by the sender's process and the pool's token), an
+allocation once per pool (:data:`BUFFERS`) and an event once (:data:`EVENTS`), however
+many times they are sent. An object dropped here is opened again when it comes again,
+but only once the release of its last opening has run (:func:`before_open`): the
+driver may give a second opening the same pool, address or event, which the late
+release of the first would then take away. Unpickling trusts the sender: it opens the
+handles it is given (same host, same user).
 """
 
 from __future__ import annotations
@@ -28,11 +32,16 @@ from multiprocessing import reduction as _reduction
 from multiprocessing import util as _mp_util
 from typing import Any
 
+from . import _handle
 from .device import Device
 
 __all__ = [
     "POOLS",
     "BUFFERS",
+    "EVENTS",
+    "OPENED",
+    "opened",
+    "before_open",
     "register",
     "send_fd",
     "receive_fd",
@@ -47,6 +56,11 @@ __all__ = [
 POOLS: weakref.WeakValueDictionary[tuple[int, str], Any] = weakref.WeakValueDictionary()
 #: Imported allocations (their root buffers), by (sender's pid, pool token, export data).
 BUFFERS: weakref.WeakValueDictionary[tuple[int, str, bytes], Any] = weakref.WeakValueDictionary()
+#: Imported events, by (sender's pid, IPC handle bytes).
+EVENTS: weakref.WeakValueDictionary[tuple[int, bytes], Any] = weakref.WeakValueDictionary()
+#: The release state of each handle opened from a message, by its key in POOLS,
+#: BUFFERS or EVENTS, until that release has run (see :func:`before_open`).
+OPENED: dict[Any, Any] = {}
 #: What this process sent, by what names it in a message (a pool's token; a token and
 #: export data; an event's handle): a message received in the process that sent it
 #: gives the original back (the driver refuses to open one's own exports).
@@ -54,7 +68,67 @@ EXPORTED: weakref.WeakValueDictionary[Any, Any] = weakref.WeakValueDictionary()
 #: Serialises imports, so two threads unpickling one object open it once.
 LOCK = threading.Lock()
 
+# Guards OPENED alone; never held around a driver call or a release.
+_opened_lock = threading.Lock()
+
 _devices: dict[bytes, int] = {}
+
+
+def opened(key: Any, obj: Any) -> None:
+    """Note that ``obj`` was opened from a message named ``key``, until it is released."""
+    state = obj._state
+    with _opened_lock:
+        OPENED[key] = state
+        state.on_release = _Forget(key, state, state.on_release)
+
+
+class _Forget:
+    """A release hook: drop ``key`` from :data:`OPENED` (if it still names this state)."""
+
+    __slots__ = ("key", "state", "then")
+
+    def __init__(self, key: Any, state: Any, then: Callable[[], Any] | None) -> None:
+        self.key, self.state, self.then = key, state, then
+
+    def __call__(self) -> None:
+        with _opened_lock:
+            if OPENED.get(self.key) is self.state:
+                del OPENED[self.key]
+        self.state = None  # the state refers to this hook: no cycle once it has run
+        if self.then is not None:
+            self.then()
+
+
+def before_open(key: Any, what: str) -> None:
+    """Let the release of the last opening of ``key`` run before it is opened again.
+
+    An object opened from a message and then closed or dropped has its release queued
+    (see ``_handle``); it runs here first. Raises ``RuntimeError`` when it cannot run
+    yet: something still uses the old opening (a graph or a launch leases it), or a
+    capture forbids releases now.
+    """
+    state = OPENED.get(key)
+    if state is None:
+        return
+    if state.handle is not None:
+        _handle.drain()
+    if state.handle is None:
+        # Claimed: released, or being released by the releasing thread (the handle is
+        # claimed before the driver call): wait for that thread's pass.
+        _handle.settle()
+        with _opened_lock:
+            if OPENED.get(key) is state:
+                del OPENED[key]
+        return
+    if _handle.held(state):
+        why = "something still uses it (a graph, a launch or an allocation made from it)"
+    else:
+        why = "a stream capture is open, and releases wait for it to end"
+    raise RuntimeError(
+        f"cannot open the {what} this message names: this process opened it before, "
+        f"closed or dropped it, and that opening is not released yet: {why}. Keep the "
+        "first object open instead of receiving it again."
+    )
 
 
 def register(cls: type, reducer: Callable[[Any], tuple[Any, ...]]) -> None:

@@ -239,12 +239,20 @@ def _reduce_event(ev: Event) -> tuple[Any, ...]:
 
 
 def _rebuild_event(data: bytes, pid: int, uuid: bytes) -> Event:
-    """The event a message names, opened in the primary context of its device."""
+    """The event a message names, opened once per process in its device's primary context."""
     if pid == os.getpid():  # the driver refuses to open an event of this process
         ev = _share.EXPORTED.get(data)
         if ev is not None:
             return ev  # type: ignore[no-any-return]
-    return Event.import_handle(data, context=kept_primary(_share.device_of_uuid(uuid)))
+    key = (pid, data)
+    with _share.LOCK:
+        ev = _share.EVENTS.get(key)
+        if ev is None or ev.closed:
+            _share.before_open(key, "event")
+            ev = Event.import_handle(data, context=kept_primary(_share.device_of_uuid(uuid)))
+            _share.EVENTS[key] = ev
+            _share.opened(key, ev)
+    return ev
 
 
 _share.register(Event, _reduce_event)

@@ -556,10 +556,17 @@ def _rebuild_pool(wrapped: Any, pid: int, tok: str, uuid: bytes) -> MemoryPool:
     fd = _share.receive_fd(wrapped)
     try:
         with _share.LOCK:
-            pool = _share.EXPORTED.get(tok) if pid == os.getpid() else _share.POOLS.get((pid, tok))
+            if pid == os.getpid():
+                pool = _share.EXPORTED.get(tok)
+                if pool is not None:
+                    return pool  # type: ignore[no-any-return]
+            key = (pid, tok)
+            pool = _share.POOLS.get(key)
             if pool is None or pool.closed:
+                _share.before_open(key, "memory pool")
                 pool = MemoryPool.import_handle(fd, _share.device_of_uuid(uuid))
-                _share.POOLS[(pid, tok)] = pool
+                _share.POOLS[key] = pool
+                _share.opened(key, pool)
         return pool
     finally:
         os.close(fd)
@@ -592,19 +599,22 @@ def _rebuild_buffer(
     """The allocation a message names, opened once per process; a view when shared."""
     pool = _rebuild_pool(wrapped, pid, tok, uuid)
     with _share.LOCK:
-        if pid == os.getpid():
-            root = _share.EXPORTED.get((tok, data))
-        else:
-            root = _share.BUFFERS.get((pid, tok, data))
-        fresh = root is None or root.closed
-        if fresh:
-            root = DeviceBuffer.import_handle(data, root_nbytes, pool=pool)
-            _share.BUFFERS[(pid, tok, data)] = root
+        root = _share.EXPORTED.get((tok, data)) if pid == os.getpid() else None
+        fresh = False
+        if root is None:
+            key = (pid, tok, data)
+            root = _share.BUFFERS.get(key)
+            if root is None or root.closed:
+                _share.before_open(key, "allocation")
+                root = DeviceBuffer.import_handle(data, root_nbytes, pool=pool)
+                _share.BUFFERS[key] = root
+                _share.opened(key, root)
+                fresh = True
     assert root is not None
     if fresh and offset == 0 and nbytes == root_nbytes:
         root._dtype, root._shape = dtype, shape  # the root itself: it owns the import
-        return root  # type: ignore[no-any-return]
-    return root._make_view(offset, nbytes, dtype, shape)  # type: ignore[no-any-return]
+        return root
+    return root._make_view(offset, nbytes, dtype, shape)
 
 
 _share.register(MemoryPool, _reduce_pool)
