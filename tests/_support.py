@@ -242,3 +242,80 @@ def load_kernels(ctx: cu.Context, source: str, *names: str) -> dict[str, cu.Kern
     ctx.set_current()
     module = cu.Module.load(cu.compile(source, arch=ctx.device, target="cubin"), context=ctx)
     return {name: module.kernel(name) for name in names}
+
+
+# -- NCCL across processes (tests/test_nccl.py, tests/test_examples.py) ------------------
+
+
+def nccl_ranks_unavailable_reason() -> str | None:
+    """None when two GPUs and nccl4py are here for a two-rank NCCL job, else why not."""
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        return reason
+    n = cu.Device.count()
+    if n < 2:
+        return f"needs two GPUs, one per rank; this machine has {n}"
+    try:
+        import nccl.core  # noqa: F401
+    except ImportError as exc:
+        return f"nccl4py is not installed (pip install '.[nccl]'): {exc}"
+    return None
+
+
+def free_port() -> int:
+    """A TCP port of localhost that nothing listens on now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_ranks(argv: list[str], world_size: int, timeout: float) -> list[tuple[int, str, str]]:
+    """Run ``argv`` as ``world_size`` processes set up as ``torchrun`` would set them up.
+
+    Each gets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1 and a free
+    MASTER_PORT, the repository's ``src`` first on PYTHONPATH, faulthandler armed.
+    Their output goes to files, never to pipes: a rank blocked writing to a full pipe
+    that nobody reads would hold up the others inside a collective. Returns (exit
+    status, stdout, stderr) per rank; a rank past ``timeout`` is killed (status -9).
+    """
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        procs = []
+        for rank in range(world_size):
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+            env.update(
+                RANK=str(rank),
+                WORLD_SIZE=str(world_size),
+                LOCAL_RANK=str(rank),
+                MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=str(port),
+                PYTHONFAULTHANDLER="1",
+                PYTHONUNBUFFERED="1",
+            )
+            out = open(Path(tmp) / f"{rank}.out", "w+")  # noqa: SIM115 - closed below
+            err = open(Path(tmp) / f"{rank}.err", "w+")  # noqa: SIM115
+            procs.append((subprocess.Popen(argv, env=env, stdout=out, stderr=err), out, err))
+        deadline = time.monotonic() + timeout
+        results = []
+        for p, out, err in procs:
+            try:
+                p.wait(timeout=max(deadline - time.monotonic(), 1.0))
+                note = ""
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                note = f"\n(killed after {timeout} s)"
+            with out, err:
+                out.seek(0)
+                err.seek(0)
+                results.append((p.returncode, out.read(), err.read() + note))
+    return results

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ._support import needs_nvrtc
+from ._support import nccl_ranks_unavailable_reason, needs_nvrtc, run_ranks
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -94,6 +94,22 @@ def test_asyncio_streams() -> None:
 @needs_nvrtc
 def test_sleep_wake() -> None:
     run_example("sleep_wake")
+
+
+@pytest.mark.gpu
+def test_nccl_allreduce() -> None:
+    """Two ranks that bootstrap over TCP on localhost, exactly as two machines would."""
+    reason = nccl_ranks_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    script = str(EXAMPLES / "nccl_allreduce.py")
+    results = run_ranks([sys.executable, script], 2, timeout=90)
+    for rank, (status, out, err) in enumerate(results):
+        report = f"rank {rank} exited with {status}\n--- stdout\n{out}\n--- stderr\n{err}"
+        assert status == 0, report
+        assert f"rank {rank}/2: all-reduce of 64 MiB float32 equals numpy" in out, report
+        assert f"rank {rank}/2: captured all-reduce replayed 10 times" in out, report
+        assert out.strip().splitlines()[-1] == "nccl_allreduce: OK", report
 
 
 def test_examples_exist() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from . import _bindings, _impl, aio, driver
+from . import _bindings, _impl, aio, driver, nccl
 from ._coerce import StreamLike, SupportsCudaStream
 from ._copy import SupportsCudaArrayInterface
 from ._enums import (
@@ -108,6 +108,7 @@ __all__ = [
     "info",
     "driver",
     "aio",
+    "nccl",
     "driver_version",
     "init",
     "is_initialized",

@@ -1,0 +1,357 @@
+"""NCCL collectives with cudriver objects: where the ranks come from, and the unique id.
+
+NCCL's official Python bindings, ``nccl4py`` (``pip install ".[nccl]"``), do the
+collectives; cudriver objects fit them as they are. A :class:`~cudriver.DeviceBuffer`
+made with a dtype (``DeviceBuffer.empty(n, np.float32)``, ``from_array``) describes
+itself through ``__cuda_array_interface__``, so NCCL reads its count and element type
+from it; a :class:`~cudriver.Stream` gives its handle through ``__cuda_stream__``::
+
+    import nccl.core as nccl
+    comm.allreduce(buf, out, nccl.SUM, stream=stream)
+
+What this module adds is what nccl4py leaves to the user: which rank this process is
+(:func:`from_environment`, reading what ``torchrun``, ``mpirun`` or Slurm set), and
+getting the unique id that rank 0 makes to every other rank (:func:`share_bytes`, over
+one TCP connection per rank, as two machines would), then the communicator
+(:func:`communicator`). nccl4py is imported only when a function needs it.
+
+The unique id travels in clear text to whoever connects first with a valid rank: run
+the ranks inside a network you trust, as with ``torchrun``'s own rendezvous.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import importlib
+import os
+import socket
+import struct
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .device import Device
+
+__all__ = [
+    "Ranks",
+    "from_environment",
+    "share_bytes",
+    "unique_id",
+    "communicator",
+    "DEFAULT_PORT",
+]
+
+#: The port rank 0 listens on when the environment names an address but no port
+#: (``MASTER_PORT``'s default under ``torchrun``).
+DEFAULT_PORT = 29500
+
+_MAGIC = b"cudriver-nccl/1\n"
+_HELLO = struct.Struct("!16sII")  # magic, rank, world size
+_REPLY = struct.Struct("!2sI")  # b"OK" or b"NO", then the length of what follows
+_HELLO_WAIT_S = 5.0
+_LAUNCHERS: tuple[tuple[str, str, str, str | None], ...] = (
+    # launcher, rank, world size, local rank
+    ("torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"),
+    ("Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),
+    ("MPICH", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"),
+    ("Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ranks:
+    """Where this process stands among the ranks of one job.
+
+    Attributes
+    ----------
+    rank, world_size
+        This process's rank and how many ranks there are.
+    local_rank
+        This process's rank among those of its machine: the GPU ordinal it uses.
+    address, port
+        Where rank 0 serves the unique id (``MASTER_ADDR``/``MASTER_PORT``); ``None``
+        for a job of one rank.
+    launcher
+        What set the variables (``"torchrun"``, ``"Open MPI"``, ``"MPICH"``,
+        ``"Slurm"``), or ``"arguments"``.
+    """
+
+    rank: int
+    world_size: int
+    local_rank: int = 0
+    address: str | None = None
+    port: int | None = None
+    launcher: str = "arguments"
+
+    def __post_init__(self) -> None:
+        for name in ("rank", "world_size", "local_rank"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"{name} must be an int, not {type(v).__name__}")
+        if self.world_size < 1:
+            raise ValueError(f"world_size must be >= 1, not {self.world_size}")
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank must be in [0, {self.world_size}), not {self.rank}")
+        if self.local_rank < 0:
+            raise ValueError(f"local_rank must be >= 0, not {self.local_rank}")
+        if self.port is not None and not 0 < self.port < 65536:
+            raise ValueError(f"port must be in [1, 65535], not {self.port}")
+        if self.world_size > 1 and not self.address:
+            raise ValueError(
+                f"{self.world_size} ranks need the address of rank 0's machine (MASTER_ADDR)"
+            )
+
+
+def _int_var(env: Mapping[str, str], name: str) -> int:
+    text = env[name]
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={text!r} is not an integer") from None
+
+
+def from_environment(environ: Mapping[str, str] | None = None) -> Ranks:
+    """The ranks as a launcher described them in environment variables.
+
+    Reads, in this order, the first set that is there: ``torchrun``'s ``RANK``,
+    ``WORLD_SIZE``, ``LOCAL_RANK``; Open MPI's ``OMPI_COMM_WORLD_RANK``, ``_SIZE``,
+    ``_LOCAL_RANK``; MPICH's ``PMI_RANK``, ``PMI_SIZE``, ``MPI_LOCALRANKID``; Slurm's
+    ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``. Rank 0's address is
+    ``MASTER_ADDR`` and its port ``MASTER_PORT`` (default :data:`DEFAULT_PORT`); an
+    MPI launcher passes them on with ``-x MASTER_ADDR`` (Open MPI) or ``-genv``
+    (MPICH). Makes no call to the driver or the network.
+
+    Raises
+    ------
+    LookupError
+        No launcher's variables are set; the message names them.
+    ValueError
+        A variable is not an integer, a rank is out of range, or several ranks have
+        no ``MASTER_ADDR``.
+    """
+    env = os.environ if environ is None else environ
+    for launcher, rank_var, size_var, local_var in _LAUNCHERS:
+        if rank_var in env and size_var in env:
+            rank = _int_var(env, rank_var)
+            size = _int_var(env, size_var)
+            local = _int_var(env, local_var) if local_var and local_var in env else rank
+            addr = env.get("MASTER_ADDR") or None
+            port = _int_var(env, "MASTER_PORT") if env.get("MASTER_PORT") else None
+            if addr is not None and port is None:
+                port = DEFAULT_PORT
+            return Ranks(rank, size, local, addr, port, launcher)
+    names = ", ".join(f"{r}/{s}" for _, r, s, _ in _LAUNCHERS)
+    raise LookupError(
+        f"no launcher's rank variables are set (looked for {names}); start the ranks "
+        "with torchrun, mpirun or srun, or set RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR "
+        "and MASTER_PORT yourself"
+    )
+
+
+def _recv_exactly(sock: socket.socket, n: int, deadline: float, peer: str) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"{peer} sent {len(chunks)} of {n} bytes before the deadline")
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(n - len(chunks))
+        except TimeoutError:
+            continue
+        if not chunk:
+            raise ConnectionError(f"{peer} closed the connection after {len(chunks)} bytes")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def _listen(address: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    srv = socket.socket(family, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        try:
+            srv.bind((address, port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRNOTAVAIL:
+                raise
+            srv.bind(("", port))  # a name of this machine that is not one of its addresses
+        srv.listen()
+    except BaseException:
+        srv.close()
+        raise
+    return srv
+
+
+def _serve(ranks: Ranks, payload: bytes, deadline: float) -> None:
+    assert ranks.address is not None
+    assert ranks.port is not None
+    waiting = set(range(1, ranks.world_size))
+    with _listen(ranks.address, ranks.port) as srv:
+        while waiting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(
+                    f"rank 0 waited on {ranks.address}:{ranks.port} for ranks "
+                    f"{sorted(waiting)}, which did not connect before the deadline"
+                )
+            srv.settimeout(left)
+            try:
+                conn, peer_addr = srv.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                peer = f"a process at {peer_addr[0]}"
+                try:
+                    # A connection that says nothing holds rank 0 up for a few seconds
+                    # at most, never until the deadline.
+                    soon = min(deadline, time.monotonic() + _HELLO_WAIT_S)
+                    hello = _recv_exactly(conn, _HELLO.size, soon, peer)
+                except (OSError, TimeoutError):
+                    continue  # not one of ours, or gone: keep serving the ranks
+                magic, rank, size = _HELLO.unpack(hello)
+                if magic != _MAGIC:
+                    continue
+                if size != ranks.world_size:
+                    why = f"rank 0 has {ranks.world_size} ranks, rank {rank} says {size}"
+                elif rank not in waiting:
+                    why = f"rank {rank} is not awaited (awaited: {sorted(waiting)})"
+                else:
+                    why = ""
+                try:
+                    if why:
+                        msg = why.encode()
+                        conn.sendall(_REPLY.pack(b"NO", len(msg)) + msg)
+                        continue
+                    conn.sendall(_REPLY.pack(b"OK", len(payload)) + payload)
+                except OSError:
+                    continue  # that rank is gone; it may connect again
+                waiting.discard(rank)
+
+
+def _fetch(ranks: Ranks, deadline: float) -> bytes:
+    assert ranks.address is not None
+    assert ranks.port is not None
+    where = f"rank 0 at {ranks.address}:{ranks.port}"
+    last: BaseException | None = None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(
+                f"rank {ranks.rank} could not reach {where} before the deadline (last "
+                f"error: {last!r}); is rank 0 running, and MASTER_ADDR/MASTER_PORT right?"
+            )
+        try:
+            sock = socket.create_connection((ranks.address, ranks.port), timeout=min(left, 5.0))
+        except OSError as exc:  # refused (not listening yet), unreachable, timed out
+            last = exc
+            time.sleep(min(0.1, max(left, 0)))
+            continue
+        with sock:
+            try:
+                sock.sendall(_HELLO.pack(_MAGIC, ranks.rank, ranks.world_size))
+                status, n = _REPLY.unpack(_recv_exactly(sock, _REPLY.size, deadline, where))
+                body = _recv_exactly(sock, n, deadline, where)
+            except (TimeoutError, ConnectionError) as exc:
+                last = exc
+                continue
+            if status != b"OK":
+                raise ValueError(
+                    f"{where} refused rank {ranks.rank}: {body.decode(errors='replace')}"
+                )
+            return body
+
+
+def share_bytes(ranks: Ranks, payload: bytes | None = None, *, timeout: float = 120.0) -> bytes:
+    """Give ``payload`` from rank 0 to every rank, over TCP; return it on every rank.
+
+    Rank 0 listens on ``ranks.address``:``ranks.port`` (every address of its machine
+    if that one is not its own) until each other rank has connected once and received
+    ``payload``; the others connect, retrying while rank 0 is not listening yet. No
+    call to the driver. Blocks up to ``timeout`` seconds.
+
+    Raises
+    ------
+    ValueError
+        ``payload`` is missing on rank 0 or given on another rank; rank 0 refused this
+        rank (another world size, or its rank already joined).
+    TimeoutError
+        Not every rank joined (on rank 0, naming those missing), or rank 0 could not
+        be reached (on the others), before ``timeout``.
+    """
+    if not isinstance(ranks, Ranks):
+        raise TypeError(f"ranks must be a cudriver.nccl.Ranks, not {type(ranks).__name__}")
+    if (ranks.rank == 0) != (payload is not None):
+        raise ValueError("rank 0 gives the payload; the other ranks pass none")
+    if payload is not None and not isinstance(payload, bytes | bytearray):
+        raise TypeError(f"payload must be bytes, not {type(payload).__name__}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
+    deadline = time.monotonic() + timeout
+    if ranks.world_size == 1:
+        assert payload is not None
+        return bytes(payload)
+    if ranks.port is None:
+        ranks = dataclasses.replace(ranks, port=DEFAULT_PORT)
+    if payload is not None:
+        _serve(ranks, bytes(payload), deadline)
+        return bytes(payload)
+    return _fetch(ranks, deadline)
+
+
+def _nccl() -> Any:
+    """``nccl.core`` from nccl4py, or ImportError naming the extra that brings it."""
+    try:
+        return importlib.import_module("nccl.core")
+    except ImportError as exc:
+        raise ImportError(
+            "NCCL collectives need nccl4py and the NCCL runtime: pip install "
+            "'.[nccl]' in a clone of cudriver (CUDA 13; '.[nccl-cu12]' for CUDA 12)"
+            f" ({exc})"
+        ) from exc
+
+
+def unique_id(ranks: Ranks | None = None, *, timeout: float = 120.0) -> Any:
+    """The job's NCCL unique id: made on rank 0 (``ncclGetUniqueId``), given to all.
+
+    ``ranks`` defaults to :func:`from_environment`. Goes through :func:`share_bytes`.
+    Returns an ``nccl.core.UniqueId``.
+    """
+    nc = _nccl()
+    r = from_environment() if ranks is None else ranks
+    if r.rank == 0:
+        uid = nc.get_unique_id()
+        share_bytes(r, bytes(uid), timeout=timeout)
+        return uid
+    return nc.UniqueId.from_bytes(share_bytes(r, None, timeout=timeout))
+
+
+def communicator(
+    ranks: Ranks | None = None,
+    *,
+    device: Device | int | None = None,
+    timeout: float = 120.0,
+) -> Any:
+    """Make ``device`` current and join the job's NCCL communicator on it.
+
+    ``ranks`` defaults to :func:`from_environment`; ``device`` to
+    ``Device(ranks.local_rank)``, made current on this thread (``cuCtxSetCurrent`` of
+    its primary context, which NCCL uses). Shares the unique id (:func:`unique_id`),
+    then calls ``nccl.core.Communicator.init`` (``ncclCommInitRank``), which blocks
+    until every rank has joined. Returns that ``Communicator``; destroy it with
+    ``comm.destroy()`` when done.
+    """
+    nc = _nccl()
+    r = from_environment() if ranks is None else ranks
+    if device is None:
+        dev = Device(r.local_rank)
+    elif isinstance(device, Device):
+        dev = device
+    elif isinstance(device, int) and not isinstance(device, bool):
+        dev = Device(device)
+    else:
+        raise TypeError(f"device must be a Device or an ordinal, not {type(device).__name__}")
+    dev.set_current()
+    uid = unique_id(r, timeout=timeout)
+    return nc.Communicator.init(nranks=r.world_size, rank=r.rank, unique_id=uid)
