@@ -176,6 +176,26 @@ def test_rank_0_names_the_ranks_that_never_came() -> None:
     assert time.monotonic() - t0 < 5
 
 
+def test_a_port_in_use_says_so_on_rank_0() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        r0 = cnccl.Ranks(0, 2, 0, "127.0.0.1", busy.getsockname()[1])
+        with pytest.raises(OSError, match="cannot listen on 127.0.0.1:.*MASTER_PORT"):
+            cnccl.share_bytes(r0, b"x", timeout=2)
+
+
+def test_ipv6_loopback_works_where_the_machine_has_it() -> None:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+            port = s.getsockname()[1]
+    except OSError as exc:
+        pytest.skip(f"no IPv6 loopback here: {exc}")
+    ranks = [cnccl.Ranks(r, 2, r, "::1", port) for r in range(2)]
+    assert _share_all(ranks, b"six") == {0: b"six", 1: b"six"}
+
+
 def test_a_rank_that_cannot_reach_rank_0_says_where_it_looked() -> None:
     r1 = _ranks(2, free_port())[1]
     with pytest.raises(TimeoutError, match=r"rank 1 could not reach rank 0 at 127.0.0.1:\d+"):

@@ -117,7 +117,8 @@ def from_environment(environ: Mapping[str, str] | None = None) -> Ranks:
     Reads, in this order, the first set that is there: ``torchrun``'s ``RANK``,
     ``WORLD_SIZE``, ``LOCAL_RANK``; Open MPI's ``OMPI_COMM_WORLD_RANK``, ``_SIZE``,
     ``_LOCAL_RANK``; MPICH's ``PMI_RANK``, ``PMI_SIZE``, ``MPI_LOCALRANKID``; Slurm's
-    ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``. Rank 0's address is
+    ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``; without a local rank,
+    the rank (one machine). Rank 0's address is
     ``MASTER_ADDR`` and its port ``MASTER_PORT`` (default :data:`DEFAULT_PORT`); an
     MPI launcher passes them on with ``-x MASTER_ADDR`` (Open MPI) or ``-genv``
     (MPICH). Makes no call to the driver or the network.
@@ -178,6 +179,13 @@ def _listen(address: str, port: int) -> socket.socket:
                 raise
             srv.bind(("", port))  # a name of this machine that is not one of its addresses
         srv.listen()
+    except OSError as exc:
+        srv.close()
+        raise OSError(
+            exc.errno,
+            f"rank 0 cannot listen on {address}:{port} for the other ranks ({exc.strerror}); "
+            "is another job using MASTER_PORT? Choose another port",
+        ) from exc
     except BaseException:
         srv.close()
         raise
