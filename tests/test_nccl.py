@@ -138,6 +138,36 @@ def test_ranks_refuse_what_is_not_an_int() -> None:
         cnccl.Ranks(True, 2, 0, "h", 1)
     with pytest.raises(ValueError, match="local_rank must be >= 0"):
         cnccl.Ranks(0, 1, -1)
+    with pytest.raises(TypeError, match="port must be an int, not str"):
+        cnccl.Ranks(0, 2, 0, "h", "29500")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="address must be a str"):
+        cnccl.Ranks(0, 2, 0, b"h", 1)  # type: ignore[arg-type]
+
+
+def test_a_rank_that_leaves_before_reading_is_served_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cnccl, "_HELLO_WAIT_S", 0.5)
+    port = free_port()
+    r0, r1 = _ranks(2, port)
+    got: dict[int, Any] = {}
+    server = threading.Thread(
+        target=lambda: got.update({0: cnccl.share_bytes(r0, b"id", timeout=10)})
+    )
+    server.start()
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            quitter = socket.create_connection(("127.0.0.1", port), timeout=1)
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "rank 0 never listened"
+            time.sleep(0.02)
+    with quitter:  # says it is rank 1, then goes without a word of thanks
+        quitter.sendall(cnccl._HELLO.pack(cnccl._MAGIC, 1, 2))
+    assert cnccl.share_bytes(r1, None, timeout=10) == b"id"  # not refused as served
+    server.join(15)
+    assert got == {0: b"id"}
 
 
 # -- share_bytes -----------------------------------------------------------------------------

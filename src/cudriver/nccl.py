@@ -49,6 +49,7 @@ DEFAULT_PORT = 29500
 _MAGIC = b"cudriver-nccl/1\n"
 _HELLO = struct.Struct("!16sII")  # magic, rank, world size
 _REPLY = struct.Struct("!2sI")  # b"OK" or b"NO", then the length of what follows
+_ACK = b"K"  # a rank's last word: it has the whole payload
 _HELLO_WAIT_S = 5.0
 _LAUNCHERS: tuple[tuple[str, str, str, str | None], ...] = (
     # launcher, rank, world size, local rank
@@ -95,6 +96,12 @@ class Ranks:
             raise ValueError(f"rank must be in [0, {self.world_size}), not {self.rank}")
         if self.local_rank < 0:
             raise ValueError(f"local_rank must be >= 0, not {self.local_rank}")
+        if self.address is not None and not isinstance(self.address, str):
+            raise TypeError(f"address must be a str, not {type(self.address).__name__}")
+        if self.port is not None and (
+            isinstance(self.port, bool) or not isinstance(self.port, int)
+        ):
+            raise TypeError(f"port must be an int, not {type(self.port).__name__}")
         if self.port is not None and not 0 < self.port < 65536:
             raise ValueError(f"port must be in [1, 65535], not {self.port}")
         if self.world_size > 1 and not self.address:
@@ -233,8 +240,13 @@ def _serve(ranks: Ranks, payload: bytes, deadline: float) -> None:
                         conn.sendall(_REPLY.pack(b"NO", len(msg)) + msg)
                         continue
                     conn.sendall(_REPLY.pack(b"OK", len(payload)) + payload)
+                    # Served only once it says it has it all: a rank that went away
+                    # meanwhile may connect again.
+                    soon = min(deadline, time.monotonic() + _HELLO_WAIT_S)
+                    if _recv_exactly(conn, len(_ACK), soon, peer) != _ACK:
+                        continue
                 except OSError:
-                    continue  # that rank is gone; it may connect again
+                    continue  # that rank is gone (or timed out); it may connect again
                 waiting.discard(rank)
 
 
@@ -268,6 +280,11 @@ def _fetch(ranks: Ranks, deadline: float) -> bytes:
                 raise ValueError(
                     f"{where} refused rank {ranks.rank}: {body.decode(errors='replace')}"
                 )
+            try:
+                sock.sendall(_ACK)
+            except OSError as exc:  # rank 0 did not wait for it: ask again
+                last = exc
+                continue
             return body
 
 
@@ -275,9 +292,9 @@ def share_bytes(ranks: Ranks, payload: bytes | None = None, *, timeout: float = 
     """Give ``payload`` from rank 0 to every rank, over TCP; return it on every rank.
 
     Rank 0 listens on ``ranks.address``:``ranks.port`` (every address of its machine
-    if that one is not its own) until each other rank has connected once and received
-    ``payload``; the others connect, retrying while rank 0 is not listening yet. No
-    call to the driver. Blocks up to ``timeout`` seconds.
+    if that one is not its own) until each other rank has connected and confirmed
+    that it received ``payload``; the others connect, retrying while rank 0 is not
+    listening yet. No call to the driver. Blocks up to ``timeout`` seconds.
 
     Raises
     ------
