@@ -51,6 +51,26 @@ def _share_all(ranks: list[cnccl.Ranks], payload: bytes, timeout: float = 10.0) 
     return got
 
 
+def _serve_in_thread(rank0: cnccl.Ranks, got: dict[int, Any]) -> threading.Thread:
+    """Rank 0 serving b"id" on its own thread; what it returns goes to ``got[0]``."""
+    t = threading.Thread(
+        target=lambda: got.update({0: cnccl.share_bytes(rank0, b"id", timeout=10)})
+    )
+    t.start()
+    return t
+
+
+def _connect_when_listening(port: int) -> socket.socket:
+    """A raw connection to rank 0 on ``port``, once it listens (within 5 s)."""
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=1)
+        except OSError:
+            assert time.monotonic() < deadline, "rank 0 never listened"
+            time.sleep(0.02)
+
+
 # -- from_environment ----------------------------------------------------------------------
 
 
@@ -151,19 +171,10 @@ def test_a_rank_that_leaves_before_reading_is_served_again(
     port = free_port()
     r0, r1 = _ranks(2, port)
     got: dict[int, Any] = {}
-    server = threading.Thread(
-        target=lambda: got.update({0: cnccl.share_bytes(r0, b"id", timeout=10)})
-    )
-    server.start()
-    deadline = time.monotonic() + 5
-    while True:
-        try:
-            quitter = socket.create_connection(("127.0.0.1", port), timeout=1)
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "rank 0 never listened"
-            time.sleep(0.02)
-    with quitter:  # says it is rank 1, then goes without a word of thanks
+    server = _serve_in_thread(r0, got)
+    with _connect_when_listening(
+        port
+    ) as quitter:  # says it is rank 1, then goes without a word of thanks
         quitter.sendall(cnccl._HELLO.pack(cnccl._MAGIC, 1, 2))
     assert cnccl.share_bytes(r1, None, timeout=10) == b"id"  # not refused as served
     server.join(15)
@@ -269,19 +280,11 @@ def test_a_silent_or_foreign_connection_does_not_hold_rank_0_up(
     port = free_port()
     ranks = _ranks(2, port)
     got: dict[int, Any] = {}
-    server = threading.Thread(
-        target=lambda: got.update({0: cnccl.share_bytes(ranks[0], b"id", timeout=10)})
-    )
-    server.start()
-    deadline = time.monotonic() + 5
-    while True:  # wait until rank 0 listens
-        try:
-            silent = socket.create_connection(("127.0.0.1", port), timeout=1)
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "rank 0 never listened"
-            time.sleep(0.02)
-    with silent, socket.create_connection(("127.0.0.1", port), timeout=1) as foreign:
+    server = _serve_in_thread(ranks[0], got)
+    with (
+        _connect_when_listening(port),  # silent: holds rank 0 up, says nothing
+        socket.create_connection(("127.0.0.1", port), timeout=1) as foreign,
+    ):
         foreign.sendall(b"GET / HTTP/1.0\r\n\r\n" + b"\0" * 24)
         t0 = time.monotonic()
         assert cnccl.share_bytes(ranks[1], None, timeout=10) == b"id"

@@ -126,6 +126,35 @@ def test_a_second_opening_waits_for_the_release_of_the_first() -> None:
     assert key not in _share.OPENED
 
 
+def test_open_once_gives_what_is_open_and_opens_again_after_the_release() -> None:
+    released: list[int] = []
+    registry: dict[Any, Any] = {}
+    key = ("test-once", os.getpid())
+
+    class Thing(_Opened):
+        closed = False
+
+    made: list[Thing] = []
+
+    def open_() -> Thing:
+        made.append(Thing(released))
+        return made[-1]
+
+    with _share.LOCK:
+        first, fresh = _share.open_once(registry, key, "thing", open_)
+        assert fresh and first is made[0]
+        again, fresh = _share.open_once(registry, key, "thing", open_)
+        assert (again, fresh) == (first, False)
+        first.closed = True
+        _handle.release_state(first._state, collected=True)  # queued, not yet run
+        second, fresh = _share.open_once(registry, key, "thing", open_)
+    assert fresh and second is made[1] is not first
+    assert released == [FAKE, -1]  # the first opening's release ran before the second
+    assert _share.OPENED[key] is second._state
+    _handle.release_state(second._state)
+    assert key not in _share.OPENED
+
+
 def test_a_second_opening_is_refused_while_the_first_is_in_use() -> None:
     released: list[int] = []
     key = ("test-leased", os.getpid())

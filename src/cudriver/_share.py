@@ -42,6 +42,7 @@ __all__ = [
     "OPENED",
     "opened",
     "before_open",
+    "open_once",
     "register",
     "send_fd",
     "receive_fd",
@@ -97,6 +98,22 @@ class _Forget:
         self.state = None  # the state refers to this hook: no cycle once it has run
         if self.then is not None:
             self.then()
+
+
+def open_once(registry: Any, key: Any, what: str, open_: Callable[[], Any]) -> tuple[Any, bool]:
+    """``registry[key]`` if it is open, else ``open_()``, registered: (object, fresh).
+
+    The caller holds :data:`LOCK`. A new opening waits for the release of the last one
+    (:func:`before_open`) and is tracked until its own release (:func:`opened`).
+    """
+    obj = registry.get(key)
+    if obj is not None and not obj.closed:
+        return obj, False
+    before_open(key, what)
+    obj = open_()
+    registry[key] = obj
+    opened(key, obj)
+    return obj, True
 
 
 def before_open(key: Any, what: str) -> None:

@@ -244,15 +244,14 @@ def _rebuild_event(data: bytes, pid: int, uuid: bytes) -> Event:
         ev = _share.EXPORTED.get(data)
         if ev is not None:
             return ev  # type: ignore[no-any-return]
-    key = (pid, data)
     with _share.LOCK:
-        ev = _share.EVENTS.get(key)
-        if ev is None or ev.closed:
-            _share.before_open(key, "event")
-            ev = Event.import_handle(data, context=kept_primary(_share.device_of_uuid(uuid)))
-            _share.EVENTS[key] = ev
-            _share.opened(key, ev)
-    return ev
+        ev, _ = _share.open_once(
+            _share.EVENTS,
+            (pid, data),
+            "event",
+            lambda: Event.import_handle(data, context=kept_primary(_share.device_of_uuid(uuid))),
+        )
+    return ev  # type: ignore[no-any-return]
 
 
 _share.register(Event, _reduce_event)

@@ -560,14 +560,13 @@ def _rebuild_pool(wrapped: Any, pid: int, tok: str, uuid: bytes) -> MemoryPool:
                 pool = _share.EXPORTED.get(tok)
                 if pool is not None:
                     return pool  # type: ignore[no-any-return]
-            key = (pid, tok)
-            pool = _share.POOLS.get(key)
-            if pool is None or pool.closed:
-                _share.before_open(key, "memory pool")
-                pool = MemoryPool.import_handle(fd, _share.device_of_uuid(uuid))
-                _share.POOLS[key] = pool
-                _share.opened(key, pool)
-        return pool
+            pool, _ = _share.open_once(
+                _share.POOLS,
+                (pid, tok),
+                "memory pool",
+                lambda: MemoryPool.import_handle(fd, _share.device_of_uuid(uuid)),
+            )
+        return pool  # type: ignore[no-any-return]
     finally:
         os.close(fd)
 
@@ -602,19 +601,17 @@ def _rebuild_buffer(
         root = _share.EXPORTED.get((tok, data)) if pid == os.getpid() else None
         fresh = False
         if root is None:
-            key = (pid, tok, data)
-            root = _share.BUFFERS.get(key)
-            if root is None or root.closed:
-                _share.before_open(key, "allocation")
-                root = DeviceBuffer.import_handle(data, root_nbytes, pool=pool)
-                _share.BUFFERS[key] = root
-                _share.opened(key, root)
-                fresh = True
+            root, fresh = _share.open_once(
+                _share.BUFFERS,
+                (pid, tok, data),
+                "allocation",
+                lambda: DeviceBuffer.import_handle(data, root_nbytes, pool=pool),
+            )
     assert root is not None
     if fresh and offset == 0 and nbytes == root_nbytes:
         root._dtype, root._shape = dtype, shape  # the root itself: it owns the import
-        return root
-    return root._make_view(offset, nbytes, dtype, shape)
+        return root  # type: ignore[no-any-return]
+    return root._make_view(offset, nbytes, dtype, shape)  # type: ignore[no-any-return]
 
 
 _share.register(MemoryPool, _reduce_pool)
