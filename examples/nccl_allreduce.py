@@ -76,13 +76,16 @@ def main() -> None:
     print(f"rank {r}/{n}: all-gather, broadcast and send/recv equal numpy")
 
     # A collective captured into a cudriver graph, replayed: each replay multiplies by n.
-    x = cu.DeviceBuffer.from_array(np.ones(2**20, np.float32))
+    # The buffer is stream-ordered (from the device's memory pool); NCCL takes either kind.
+    x = cu.DeviceBuffer.from_array(np.ones(2**20, np.float32), stream=stream)
     with stream.capture() as graph:
         comm.allreduce(x, x, nccl.SUM, stream=stream)
-    exe = graph.instantiate()
-    for _ in range(args.replays):
-        exe.launch(stream)
-    stream.synchronize()
+    # `with` destroys both graphs at the end: comm.destroy() waits until every graph
+    # holding a collective of this communicator is destroyed, and would wait forever.
+    with graph, graph.instantiate() as exe:
+        for _ in range(args.replays):
+            exe.launch(stream)
+        stream.synchronize()
     want = np.float32(n) ** args.replays
     if not np.allclose(x.copy_to(), want, rtol=1e-6):
         fail(r, f"captured all-reduce replayed {args.replays} times is not {want}")

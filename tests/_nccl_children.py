@@ -48,13 +48,15 @@ def allreduce(ranks: cnccl.Ranks, mib: int, replays: int, out: Any) -> None:
         say("all-reduced")
         out.put((ranks.rank, "allreduce", recv.copy_to()))
 
-        x = cu.DeviceBuffer.from_array(np.arange(1024, dtype=np.float32))
+        # Stream-ordered this time; both graphs are destroyed before comm.destroy(),
+        # which otherwise waits for them forever.
+        x = cu.DeviceBuffer.from_array(np.arange(1024, dtype=np.float32), stream=stream)
         with stream.capture() as graph:
             comm.allreduce(x, x, nccl.SUM, stream=stream)
-        exe = graph.instantiate()
-        for _ in range(replays):
-            exe.launch(stream)
-        stream.synchronize()
+        with graph, graph.instantiate() as exe:
+            for _ in range(replays):
+                exe.launch(stream)
+            stream.synchronize()
         say("replayed")
         out.put((ranks.rank, "replayed", x.copy_to()))
         comm.destroy()

@@ -365,7 +365,9 @@ def communicator(
     its primary context, which NCCL uses). Shares the unique id (:func:`unique_id`),
     then calls ``nccl.core.Communicator.init`` (``ncclCommInitRank``), which blocks
     until every rank has joined. Returns that ``Communicator``; destroy it with
-    ``comm.destroy()`` when done.
+    ``comm.destroy()`` when done, after closing every graph that captured one of its
+    collectives (``ncclCommDestroy`` waits for those graphs to be destroyed, forever if
+    one stays alive).
     """
     nc = _nccl()
     r = from_environment() if ranks is None else ranks
