@@ -211,11 +211,11 @@ def blocked(stream: cu.Stream, release: Callable[[], object]) -> Iterator[None]:
     """Assert that ``stream`` stays blocked, then run the block (checks made while it
     waits); then ``release()`` it, even when a check failed, and wait until it drains."""
     try:
-        assert stays_blocked(stream)
+        assert stays_blocked(stream), "the stream finished its work before it was released"
         yield
     finally:
         release()
-    assert until(stream.query)
+    assert until(stream.query), "the stream did not finish within 10 s of its release"
 
 
 # -- kernels ----------------------------------------------------------------------------
