@@ -97,6 +97,12 @@ def test_sleep_wake() -> None:
 
 
 @pytest.mark.gpu
+@needs_nvrtc
+def test_green_contexts() -> None:
+    run_example("green_contexts")
+
+
+@pytest.mark.gpu
 def test_nccl_allreduce() -> None:
     """Two ranks that bootstrap over TCP on localhost, exactly as two machines would."""
     reason = nccl_ranks_unavailable_reason()

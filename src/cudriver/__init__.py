@@ -29,6 +29,7 @@ from ._enums import (
     MemOpType,
     SyncPolicy,
     WaitCondition,
+    WorkqueueScope,
 )
 from ._init import driver_version, init, is_initialized
 from ._packing import PackedArgs, pack_arg
@@ -63,6 +64,7 @@ from .errors import (
 from .event import Event
 from .graph import Graph, GraphExec
 from .graphnode import AllocNode, ConditionalHandle, ConditionalNode, GraphNode
+from .green import GreenContext, SMResource, WorkqueueConfig
 from .kernel import Kernel, LaunchPlan, ParamInfo
 from .launch import LaunchConfig
 from .managed import ManagedBuffer
@@ -113,6 +115,10 @@ __all__ = [
     "init",
     "is_initialized",
     "Context",
+    "GreenContext",
+    "SMResource",
+    "WorkqueueConfig",
+    "WorkqueueScope",
     "ContextFlags",
     "Limit",
     "ComputeCapability",

@@ -27,6 +27,7 @@ __all__ = [
     "FunctionAttribute",
     "GraphNodeType",
     "ConditionalType",
+    "WorkqueueScope",
     "MemAccess",
     "MemAdvise",
     "AccessPolicyWindow",
@@ -514,6 +515,20 @@ def _size_field(value: object, name: str) -> int:
 
 
 AccessPolicyWindow.__module__ = "cudriver"
+
+
+class WorkqueueScope(IntEnum):
+    """Whose work queues a green context's streams use (``CUdevWorkqueueConfigScope``).
+
+    DEVICE_CTX
+        The queues every context of the device shares (the driver's default).
+    GREEN_CTX_BALANCED
+        Queues balanced across the green contexts made with this scope, so that their
+        streams do not wait behind other contexts' work in a shared queue.
+    """
+
+    DEVICE_CTX = 0
+    GREEN_CTX_BALANCED = 1
 
 
 class ComputeCapability(NamedTuple):

@@ -455,6 +455,13 @@ class Context(Handle):
             least, greatest = _cd.cuCtxGetStreamPriorityRange()
         return int(least), int(greatest)
 
+    def _create_stream(self, flags: int, priority: int | None) -> Any:
+        """A new stream of this context (``cuStreamCreate``, or ``...WithPriority``)."""
+        with self._scope():
+            if priority is None:
+                return _cd.cuStreamCreate(flags)
+            return _cd.cuStreamCreateWithPriority(flags, priority)
+
     def synchronize(self) -> None:
         """Wait for all work in this context (``cuCtxSynchronize``); blocks the thread.
 

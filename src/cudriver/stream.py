@@ -52,8 +52,6 @@ _cuStreamSynchronize = _drv.cuStreamSynchronize
 _cuStreamWaitEvent = _drv.cuStreamWaitEvent
 _cuEventRecord = _drv.cuEventRecord
 # Cold paths go through the checking wrapper.
-_cuStreamCreate = checked(_drv.cuStreamCreate)
-_cuStreamCreateWithPriority = checked(_drv.cuStreamCreateWithPriority)
 _cuStreamGetCtx = checked(_drv.cuStreamGetCtx)
 _cuStreamGetPriority = checked(_drv.cuStreamGetPriority)
 _cuStreamGetFlags = checked(_drv.cuStreamGetFlags)
@@ -124,11 +122,7 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
                     f"stream priority {priority} is outside this context's range "
                     f"[{greatest} (highest), {least} (lowest)]"
                 )
-        with ctx._scope():
-            if priority is None:
-                h = _cuStreamCreate(flags)
-            else:
-                h = _cuStreamCreateWithPriority(flags, priority)
+        h = ctx._create_stream(flags, priority)
         self._setup(h, ctx, owned=True, owner=None, special=None)
         if not flags:  # stream-less buffer operations wait for it while a capture is open
             capture.BLOCKING[self._key] = (ctx._key, self._state)
