@@ -207,6 +207,76 @@ def test_groups_of_two_splits_do_not_mix(monkeypatch: pytest.MonkeyPatch) -> Non
         cu.GreenContext([g1, g2])
 
 
+@pytest.mark.parametrize(
+    ("counts", "kw", "exc", "match"),
+    [
+        ([], {}, ValueError, "sm_counts is empty"),
+        ([8, -8], {}, ValueError, r"cannot be negative: \[8, -8\]"),
+        ([100, 40], {}, ValueError, r"groups of \[100, 40\] SMs need 140; this resource has 132"),
+        ([8, 8], {"coscheduled_sm_count": 0}, ValueError, "at least 1, not 0"),
+        ([8, 12], {"coscheduled_sm_count": 8}, ValueError, r"SM counts \[12\] are not multiples"),
+        ("8", {}, TypeError, "sm_counts must be a list of ints, not str"),
+        ([8.0], {}, TypeError, "each of sm_counts must be an int, not float"),
+    ],
+)
+def test_a_bad_general_split_is_refused_first(
+    monkeypatch: pytest.MonkeyPatch, counts: Any, kw: dict[str, Any], exc: type, match: str
+) -> None:
+    monkeypatch.setattr(green, "_cuDevSmResourceSplit", None)  # any call would say so
+    with pytest.raises(exc, match=match):
+        fake_sm(fake_device(0), 132).split_by(counts, **kw)
+
+
+def test_the_general_split_says_when_the_driver_has_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(green, "driver_version", lambda: (13, 0))
+    whole = fake_sm(fake_device(0), 132)
+    monkeypatch.setattr(green, "_cuDevSmResourceSplit", None)
+    with pytest.raises(cu.NotSupportedError, match="no general split.*CUDA 13.0"):
+        whole.split_by([8])
+
+    def missing(*args: Any) -> Any:
+        raise RuntimeError('Function "cuDevSmResourceSplit" not found')
+
+    monkeypatch.setattr(green, "_cuDevSmResourceSplit", missing)
+    with pytest.raises(cu.NotSupportedError, match="the driver has none.*CUDA 13.0"):
+        whole.split_by([8])
+    refused = _drv.CUresult.CUDA_ERROR_NOT_SUPPORTED
+    monkeypatch.setattr(green, "_cuDevSmResourceSplit", lambda *a: (refused, None, None))
+    with pytest.raises(cu.NotSupportedError, match="refused.*CUDA 13.0"):
+        whole.split_by([8])
+
+    def cuDevSmResourceSplit(*args: Any) -> Any:  # named as the driver function
+        return _drv.CUresult.CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION, None, None
+
+    monkeypatch.setattr(green, "_cuDevSmResourceSplit", cuDevSmResourceSplit)
+    with pytest.raises(cu.CudaError, match="cuDevSmResourceSplit"):
+        whole.split_by([8])
+
+
+def test_the_general_split_passes_each_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+
+    def split(nb: int, res: Any, flags: int, params: list[Any]) -> Any:
+        seen.append((nb, flags, [(p.smCount, p.coscheduledSmCount) for p in params]))
+        out = []
+        for p in params:
+            g = _drv.CUdevResource()
+            g.type = _SM
+            g.sm.smCount = p.smCount
+            out.append(g)
+        rest = _drv.CUdevResource()
+        rest.type = _SM
+        rest.sm.smCount = 132 - sum(p.smCount for p in params)
+        return _drv.CUresult.CUDA_SUCCESS, out, rest
+
+    monkeypatch.setattr(green, "_cuDevSmResourceSplit", split)
+    groups, rest = fake_sm(fake_device(0), 132).split_by([8, 16], coscheduled_sm_count=8)
+    assert seen == [(2, 0, [(8, 8), (16, 8)])]
+    assert [g.sm_count for g in groups] == [8, 16] and rest.sm_count == 108
+    with pytest.raises(ValueError, match="cannot be split again"):
+        groups[1].split_by([8])
+
+
 def test_a_green_contexts_streams_are_non_blocking() -> None:
     gc = cu.GreenContext.__new__(cu.GreenContext)
     with pytest.raises(ValueError, match="non_blocking=True, or use create_stream"):
@@ -393,6 +463,31 @@ def test_bad_input_on_the_device_is_refused_before_the_driver(
             cu.GreenContext([_pair(device)[1][0], other])
         with pytest.raises(ValueError, match="belong to device 1, not to device 0"):
             cu.GreenContext(other, device=device)
+
+
+@pytest.mark.gpu
+def test_the_general_split_makes_groups_of_each_size_or_says_why_not(
+    ctx: cu.Context, device: cu.Device, cubin: Any
+) -> None:
+    whole = cu.SMResource.of(device)
+    a = whole.alignment * max(1, -(-whole.min_partition_size // whole.alignment))
+    try:
+        groups, rest = whole.split_by([a, 2 * a])
+    except cu.NotSupportedError as exc:
+        refusal = str(exc)
+    else:
+        refusal = ""
+    if refusal:
+        assert "CUDA" in refusal  # the message names the driver's version
+        pytest.skip(refusal)
+    assert [g.sm_count for g in groups] == [a, 2 * a]
+    assert rest.sm_count == whole.sm_count - 3 * a
+    gc = cu.GreenContext(groups[1])
+    s = gc.create_stream()
+    ids = _smids(_kernel(gc, cubin), s, 4 * device.multiprocessor_count)
+    assert gc.sm_count == 2 * a and 0 < len(ids) <= 2 * a
+    s.close()
+    gc.close()
 
 
 @pytest.mark.gpu

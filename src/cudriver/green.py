@@ -26,7 +26,7 @@ from ._coerce import bool_arg, enum_arg, int_arg, uint_arg
 from ._enums import WorkqueueScope
 from ._init import driver_version, init
 from .device import Context, Device, _forget_borrowed, _owned, kept_primary
-from .errors import NotSupportedError, checked, error_for
+from .errors import NotFoundError, NotSupportedError, checked, error_for
 from .stream import Stream
 
 __all__ = ["SMResource", "WorkqueueConfig", "GreenContext"]
@@ -46,6 +46,7 @@ _cuCtxFromGreenCtx = checked(_drv.cuCtxFromGreenCtx)
 _cuGreenCtxGetDevResource = checked(_drv.cuGreenCtxGetDevResource)
 _cuGreenCtxStreamCreate = checked(_drv.cuGreenCtxStreamCreate)
 _cuGreenCtxDestroy = _drv.cuGreenCtxDestroy
+_cuDevSmResourceSplit = getattr(_drv, "cuDevSmResourceSplit", None)  # CUDA 13.1
 
 # Partition rules the driver documents per architecture, for bindings whose
 # CUdevSmResource lacks minSmPartitionSize/smCoscheduledAlignment (cuda-bindings 12):
@@ -226,6 +227,87 @@ class SMResource:
         parts = [
             SMResource._wrap(r, dev, sid, f"group {i} of a split") for i, r in enumerate(res[:made])
         ]
+        return parts, SMResource._wrap(rest, dev, sid, "remainder of a split")
+
+    def split_by(
+        self, sm_counts: Iterable[int], *, coscheduled_sm_count: int | None = None
+    ) -> tuple[list[SMResource], SMResource]:
+        """Split into groups of the given sizes, and the SMs left over (CUDA 13.1+).
+
+        ``cuDevSmResourceSplit``, the driver's general split: groups may differ in
+        size (``split_by([8, 16, 100])``). A count of 0 takes what the driver finds
+        for that group. No allocation, no synchronisation.
+
+        Parameters
+        ----------
+        sm_counts
+            SMs in each group, in order; their sum at most :attr:`sm_count`.
+        coscheduled_sm_count
+            SMs of each group guaranteed to run on one GPU processing cluster; each
+            count must be a multiple of it. None: the driver's default.
+
+        Raises
+        ------
+        NotSupportedError
+            The bindings or the driver have no ``cuDevSmResourceSplit`` (before CUDA
+            13.1); the message names the driver's CUDA version.
+        ValueError
+            A negative count, counts that add up to more than :attr:`sm_count`, a
+            count that is not a multiple of ``coscheduled_sm_count``, no counts, or a
+            group of an earlier split.
+        """
+        if isinstance(sm_counts, (str, bytes)) or not isinstance(sm_counts, Iterable):
+            raise TypeError(f"sm_counts must be a list of ints, not {type(sm_counts).__name__}")
+        counts = [int_arg(c, "each of sm_counts") for c in sm_counts]
+        co = (
+            0
+            if coscheduled_sm_count is None
+            else int_arg(coscheduled_sm_count, "coscheduled_sm_count")
+        )
+        total = self.sm_count
+        if self._split:
+            raise ValueError(
+                f"this resource is the {self._role} and cannot be split again: make a "
+                "GreenContext of it and split its sm_resource"
+            )
+        if not counts:
+            raise ValueError("sm_counts is empty: give the size of each group")
+        if any(c < 0 for c in counts):
+            raise ValueError(f"SM counts cannot be negative: {counts}")
+        if sum(counts) > total:
+            raise ValueError(
+                f"groups of {counts} SMs need {sum(counts)}; this resource has {total}"
+            )
+        if coscheduled_sm_count is not None:
+            if co < 1:
+                raise ValueError(f"coscheduled_sm_count must be at least 1, not {co}")
+            odd = [c for c in counts if c % co]
+            if odd:
+                raise ValueError(f"SM counts {odd} are not multiples of coscheduled_sm_count {co}")
+        fn = _cuDevSmResourceSplit
+        params_t = getattr(_drv, "CU_DEV_SM_RESOURCE_GROUP_PARAMS", None)
+        if fn is None or params_t is None:
+            raise _unsupported("cuDevSmResourceSplit", "these cuda-bindings have no general split")
+        params = []
+        for c in counts:
+            p = params_t()
+            p.smCount = c
+            p.coscheduledSmCount = co
+            params.append(p)
+        try:
+            r = fn(len(counts), self._res, 0, params)
+        except RuntimeError as exc:  # the bindings found no such entry point in the driver
+            raise _unsupported("cuDevSmResourceSplit", f"the driver has none ({exc})") from None
+        if r[0] != _drv.CUresult.CUDA_SUCCESS:
+            err = error_for(r[0], fn)
+            if isinstance(err, (NotSupportedError, NotFoundError)):
+                raise _unsupported("cuDevSmResourceSplit", f"refused ({err})") from err
+            raise err
+        res, rest = r[1], r[2]
+        with _split_lock:
+            sid = next(_split_ids)
+        dev = self._device
+        parts = [SMResource._wrap(g, dev, sid, f"group {i} of a split") for i, g in enumerate(res)]
         return parts, SMResource._wrap(rest, dev, sid, "remainder of a split")
 
     def __repr__(self) -> str:
