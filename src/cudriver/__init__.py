@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from . import _bindings, _impl, aio, driver, nccl
+from . import _bindings, _impl, aio, checkpoint, driver, nccl
 from ._coerce import StreamLike, SupportsCudaStream
 from ._copy import SupportsCudaArrayInterface
 from ._enums import (
@@ -111,6 +111,7 @@ __all__ = [
     "driver",
     "aio",
     "nccl",
+    "checkpoint",
     "driver_version",
     "init",
     "is_initialized",
