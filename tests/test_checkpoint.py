@@ -358,6 +358,21 @@ def test_a_driver_refusal_names_pid_and_operation_and_the_known_causes(
     assert fake.state is MOVES[name][0]
 
 
+def test_a_refused_gpu_map_says_every_gpu_must_be_named(fake: FakeDriver, target: int) -> None:
+    fake.state = S.CHECKPOINTED
+    fake.refuse[RESTORE] = R.CUDA_ERROR_INVALID_VALUE
+    uid = "GPU-8ef7caf0-ad3b-9df2-e66e-4bb1fdc5b67c"
+    with pytest.raises(cu.InvalidValueError) as info:
+        ckpt.restore(target, gpu_map={uid: uid})
+    msg = str(info.value)
+    assert "gpu_map names 1 GPU(s); the driver wants every GPU the process had" in msg
+    assert "still CHECKPOINTED" in msg and fake.state is S.CHECKPOINTED
+    # Without a map, the same status keeps its generic hint.
+    with pytest.raises(cu.InvalidValueError) as info:
+        ckpt.restore(target)
+    assert "gpu_map" not in str(info.value)
+
+
 def test_a_refusal_for_a_process_this_one_may_not_signal_says_so(
     fake: FakeDriver, target: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -789,15 +804,17 @@ def test_refused_transitions_and_the_context_managers_on_a_child() -> None:
 
 
 @pytest.mark.gpu
-def test_a_child_is_restored_onto_its_gpu_named_by_uuid() -> None:
-    dev = cu.Device(0)
+def test_a_child_is_restored_onto_its_gpus_named_by_uuid() -> None:
+    # Every GPU the child sees, each onto itself: the driver refused (INVALID_VALUE) a
+    # map naming one of the two GPUs of a two-GPU machine.
+    every = {f"GPU-{d.uuid}": d for d in cu.Device.all()}
     with _holding_child() as child:
         pid = child.pid
         assert _or_skip(ckpt.state, pid) is S.RUNNING
         _or_skip(ckpt.lock, pid, timeout=LOCK_S)
         _or_skip(ckpt.checkpoint, pid)
         try:
-            ckpt.restore(pid, gpu_map={dev: f"GPU-{dev.uuid}"})
+            ckpt.restore(pid, gpu_map=every)
         except cu.NotSupportedError as exc:  # bindings or driver without GPU pairs
             ckpt.restore(pid)
             ckpt.unlock(pid)

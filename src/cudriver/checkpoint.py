@@ -343,7 +343,9 @@ def _exists(pid: int) -> bool:
     return True
 
 
-def _call(name: str, operation: str, pid: int, *args: Any, timeout: float | None = None) -> Any:
+def _call(
+    name: str, operation: str, pid: int, *args: Any, timeout: float | None = None, pairs: int = 0
+) -> Any:
     """Call ``name(pid, *args)`` and return its output, or raise naming pid and operation."""
     fn = _require(name)
     _ready()
@@ -361,15 +363,24 @@ def _call(name: str, operation: str, pid: int, *args: Any, timeout: float | None
     status = r[0]
     if status is _R.CUDA_SUCCESS or int(status) == 0:
         return r[1] if len(r) > 1 else None
-    raise error_for(status, fn, _detail(int(status), operation, pid, signalled, timeout))
+    detail = _detail(int(status), operation, pid, signalled, timeout, pairs)
+    raise error_for(status, fn, detail)
 
 
-def _detail(code: int, operation: str, pid: int, signalled: bool, timeout: float | None) -> str:
+def _detail(
+    code: int, operation: str, pid: int, signalled: bool, timeout: float | None, pairs: int
+) -> str:
     """What a driver error adds: the pid, the operation and what is known of the cause."""
     parts = [f"{operation} of process {pid}"]
     if not signalled:
         parts.append(f"this process may not signal process {pid} (EPERM): another user's?")
-    if code in (int(_R.CUDA_ERROR_NOT_PERMITTED), int(_R.CUDA_ERROR_NOT_SUPPORTED)):
+    if pairs and code == int(_R.CUDA_ERROR_INVALID_VALUE):
+        parts.append(
+            f"gpu_map names {pairs} GPU(s); the driver wants every GPU the process had "
+            "at the checkpoint in it (map the others onto themselves), each new GPU of "
+            "the same chip with enough memory; the process is still CHECKPOINTED"
+        )
+    elif code in (int(_R.CUDA_ERROR_NOT_PERMITTED), int(_R.CUDA_ERROR_NOT_SUPPORTED)):
         parts.append(_PERMISSION)
     elif code == int(_R.CUDA_ERROR_ILLEGAL_STATE):
         try:
@@ -567,8 +578,10 @@ def restore(pid: int, *, gpu_map: Mapping[_Gpu, _Gpu] | None = None) -> None:
         Restore onto other GPUs: old GPU to new GPU, each a :class:`~cudriver.Device`, a
         :class:`uuid.UUID`, a UUID string (``"GPU-..."`` as ``nvidia-smi -L`` prints
         it, or its hex digits) or its 16 bytes (``CUcheckpointGpuPair``). The driver
-        wants every GPU the process used listed, each new GPU of the same chip type as
-        the old with enough memory. None or empty: the same GPUs.
+        wants every GPU the process had at the checkpoint listed (measured: one of two
+        visible GPUs alone was refused with ``CUDA_ERROR_INVALID_VALUE``), each new GPU
+        of the same chip type as the old with enough memory. None or empty: the same
+        GPUs.
 
     Raises
     ------
@@ -591,7 +604,7 @@ def restore(pid: int, *, gpu_map: Mapping[_Gpu, _Gpu] | None = None) -> None:
         args = _restore_args(pairs)
     _check_restore_thread(p, "restore")
     _expect(p, "restore")
-    _call(_RESTORE, "restore", p, args)
+    _call(_RESTORE, "restore", p, args, pairs=len(pairs))
 
 
 def _restore_args(pairs: list[tuple[bytes, bytes]]) -> Any:
