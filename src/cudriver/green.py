@@ -5,7 +5,7 @@ its streams only on the SMs of the resources it was made from, so a latency-crit
 stream can keep SMs that a long kernel elsewhere cannot fill. Start from the device's
 :class:`SMResource` (``cuDeviceGetDevResource``), :meth:`~SMResource.split` it into
 groups (``cuDevSmResourceSplitByCount``), make a :class:`GreenContext` of a group and
-create streams on it. On CUDA 13 drivers a :class:`WorkqueueConfig` resource also says
+create streams on it. On drivers newer than CUDA 13.0 a :class:`WorkqueueConfig` also says
 how many stream-ordered workloads the green context runs at once and whether its work
 queues are its own.
 
@@ -316,7 +316,7 @@ class SMResource:
 
 
 class WorkqueueConfig:
-    """How a green context uses the device's work queues (CUDA 13 drivers).
+    """How a green context uses the device's work queues (drivers newer than CUDA 13.0).
 
     ``CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG``: the number of stream-ordered workloads
     expected to run at once (:attr:`concurrency_limit`) and whose queues they use
@@ -339,7 +339,8 @@ class WorkqueueConfig:
         Raises
         ------
         NotSupportedError
-            The bindings or the driver have no work-queue resources (before CUDA 13);
+            The bindings or the driver have no work-queue resources (a CUDA 13.0 driver
+            refused the resource type);
             the message names the driver's CUDA version.
         """
         dev = _device_arg(device)
