@@ -452,10 +452,11 @@ class GreenContext(Context):
     """A context that runs its kernels on a subset of its device's SMs.
 
     ``cuDevResourceGenerateDesc`` then ``cuGreenCtxCreate`` (with its own default
-    stream); destroyed with ``cuGreenCtxDestroy`` on :meth:`close`, after every
-    object made in it was released. It is a :class:`~cudriver.Context` (its
-    :attr:`handle` is the ``CUcontext`` of ``cuCtxFromGreenCtx``): ``with gc:`` makes
-    it current, and modules, memory and events made there are ordinary objects.
+    stream); destroyed with ``cuGreenCtxDestroy`` on :meth:`~cudriver.Context.close`,
+    after every object made in it was released. It is a :class:`~cudriver.Context`
+    (its :attr:`~cudriver.Context.handle` is the ``CUcontext`` of
+    ``cuCtxFromGreenCtx``): ``with gc:`` makes it current, and modules, memory and
+    events made there are ordinary objects.
 
     Parameters
     ----------
