@@ -12,6 +12,8 @@ which holds the plain helpers and constants shared by the test files.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +23,11 @@ import cudriver as cu
 from ._support import Mapped, gpu_unavailable_reason
 
 __all__ = ["gpu_unavailable_reason"]  # also imported from here by test_cli and test_selftest
+
+# The compile cache of the test run (and of the examples and doc pages it starts): its
+# own directory, not the user's.
+if not os.environ.get("CUDRIVER_CACHE_DIR"):
+    os.environ["CUDRIVER_CACHE_DIR"] = tempfile.mkdtemp(prefix="cudriver-test-cache-")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import _bindings, _impl, aio, checkpoint, driver, nccl
 from ._coerce import StreamLike, SupportsCudaStream
+from ._compile_cache import clear_compile_cache, compile_cache_info
 from ._copy import SupportsCudaArrayInterface
 from ._enums import (
     AccessProperty,
@@ -166,6 +167,8 @@ __all__ = [
     "PackedArgs",
     "pack_arg",
     "compile",
+    "compile_cache_info",
+    "clear_compile_cache",
     "nvrtc_version",
     "NvrtcNotFoundError",
     "WaitCondition",

@@ -16,10 +16,13 @@ info`` prints it), and :meth:`cudriver.Module.load` explains the load error.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+from . import _bindings, _compile_cache
+from ._coerce import bool_arg
 from .device import current_or_default
 from .errors import CompileError
 
@@ -265,12 +268,15 @@ def compile(
     arch: Any = None,
     target: Literal["ptx", "cubin"] = "ptx",
     headers: Mapping[str, str | bytes] | None = None,
+    cache: bool = True,
 ) -> bytes:
     """Compile CUDA C++ ``source`` with NVRTC; return PTX text or a cubin as bytes.
 
     Calls ``nvrtcCreateProgram``, ``nvrtcCompileProgram``, ``nvrtcGetPTX`` or
     ``nvrtcGetCUBIN``, and ``nvrtcDestroyProgram`` (always). Runs on the host only;
-    the result goes to :meth:`cudriver.Module.load`.
+    the result goes to :meth:`cudriver.Module.load`. A result already in the compile
+    cache (in memory, then on disk; see :func:`compile_cache_info`) is returned
+    without running NVRTC.
 
     Parameters
     ----------
@@ -292,6 +298,11 @@ def compile(
         architecture; no JIT at load).
     headers
         In-memory headers, ``{"include name": source}``, for ``#include``.
+    cache
+        Look the result up in the compile cache and keep it there (the default).
+        Compilations that read headers from disk (``-I``, ``--include-path``,
+        ``--pre-include`` options) are never cached: their contents are not in the
+        key. ``CUDRIVER_CACHE=off`` turns the cache off for the process.
 
     Returns
     -------
@@ -308,6 +319,7 @@ def compile(
         A bad ``target``, ``arch``, ``options`` or ``headers``, before NVRTC runs.
     """
     tgt = _target(target)
+    use_cache = bool_arg(cache, "cache")
     opts = _options(options)
     user_arch = _has_arch(opts)
     if arch is not None and user_arch:
@@ -338,6 +350,55 @@ def compile(
     if arch_opt is not None:
         opts.append(arch_opt.encode())
 
+    k = None
+    if use_cache and _compile_cache.enabled() and _compile_cache.cacheable(opts):
+        k = _cache_key(src, name, opts, tgt, inc_names, inc_srcs)
+        hit = _compile_cache.lookup(k)
+        if hit is not None:
+            return hit
+    out = _run_nvrtc(nvrtc, src, name, opts, tgt, inc_names, inc_srcs)
+    if k is not None:
+        _compile_cache.store(k, out)
+    return out
+
+
+def _cache_key(
+    src: bytes,
+    name: str,
+    opts: list[bytes],
+    tgt: str,
+    inc_names: list[bytes],
+    inc_srcs: list[bytes],
+) -> str:
+    """The compile cache's key: everything that changes NVRTC's output."""
+    major, minor = nvrtc_version()
+    version = str(getattr(sys.modules.get("cudriver"), "__version__", ""))
+    parts = [
+        f"cudriver {version}".encode(),
+        f"cuda-bindings {_bindings.version_string()}".encode(),
+        f"nvrtc {major}.{minor}".encode(),
+        tgt.encode(),
+        name.encode(),
+        src,
+        b"options",
+        *opts,
+        b"headers",
+    ]
+    for hname, hsrc in zip(inc_names, inc_srcs, strict=True):
+        parts += [hname, hsrc]
+    return _compile_cache.key(parts)
+
+
+def _run_nvrtc(
+    nvrtc: Any,
+    src: bytes,
+    name: str,
+    opts: list[bytes],
+    tgt: str,
+    inc_names: list[bytes],
+    inc_srcs: list[bytes],
+) -> bytes:
+    """Compile with NVRTC; the output (PTX without its NUL, or the cubin)."""
     ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
     r = nvrtc.nvrtcCreateProgram(src, name.encode(), len(inc_srcs), inc_srcs, inc_names)
     if r[0] != ok:
