@@ -201,6 +201,31 @@ def test_first_launch_while_another_stream_waits_does_not_hang() -> None:
 
 
 @pytest.mark.gpu
+def test_kernel_lookup_after_an_eager_load_does_not_wait_under_lazy_loading() -> None:
+    # With CUDA_MODULE_LOADING=LAZY set, cuModuleGetFunction on an eagerly loaded
+    # module blocked behind b's wait (measured): Module.kernel() must not call it.
+    run_isolated(
+        """
+        make_current()
+        module = cu.Module.load(cu.compile(FILL, arch=cu.Device(0), target="cubin"))
+        gate = cu.DeviceBuffer(4)
+        gate.fill(0)
+        a = cu.Stream(non_blocking=True)
+        b = cu.Stream(non_blocking=True)
+        b.wait_value32(gate, 1, cu.WaitCondition.GEQ)
+        module.kernel("fill").launch(a, 1, 1, gate, np.uint32(1), 1)
+        module.kernel("spin_fill").launch(a, 1, 1, gate, np.uint32(2), 1, 10)
+        a.synchronize()
+        b.synchronize()
+        assert int(gate.copy_to().view(np.uint32)[0]) == 2
+        assert module.kernel("fill").num_params == 3
+        print("OK")
+        """,
+        env={"CUDA_MODULE_LOADING": "LAZY"},
+    )
+
+
+@pytest.mark.gpu
 def test_eager_module_load_loads_every_function() -> None:
     run_isolated(
         """

@@ -64,6 +64,28 @@ _cuFuncGetName = checked(_drv.cuFuncGetName)
 # cuFuncGetParamInfo answers INVALID_VALUE past the last parameter; the parameter
 # buffer is at most 32 KiB, so no kernel has more parameters than this.
 _MAX_PARAMS = 32768
+
+
+def read_params(h: Any) -> tuple[ParamInfo, ...]:
+    """A function's parameters (``cuFuncGetParamInfo`` until it answers INVALID_VALUE)."""
+    fn = _bindings.func_get_param_info
+    if fn is None:
+        raise NotSupportedError(
+            _R.CUDA_ERROR_NOT_SUPPORTED,
+            "cuFuncGetParamInfo",
+            "kernel argument packing needs cuda-bindings 12.4 or newer",
+        )
+    infos: list[ParamInfo] = []
+    for i in range(_MAX_PARAMS):
+        r = fn(h, i)
+        if r[0] is not SUCCESS:
+            if r[0] is _R.CUDA_ERROR_INVALID_VALUE:
+                break
+            raise error_for(r[0], fn, "kernel argument packing needs a CUDA 12.4 or newer driver")
+        infos.append(ParamInfo(int(r[1]), int(r[2])))
+    return tuple(infos)
+
+
 # What a driver without cuFuncLoad answers: it loads every function eagerly anyway.
 _NO_FUNC_LOAD = frozenset(int(c) for c in (_R.CUDA_ERROR_NOT_SUPPORTED, _R.CUDA_ERROR_NOT_FOUND))
 
@@ -212,27 +234,10 @@ class Kernel(Handle, _impl.KernelCore):
 
     @pinned
     def _load_params(self) -> tuple[ParamInfo, ...]:
-        h = self._closed_check()
-        fn = _bindings.func_get_param_info
-        if fn is None:
-            raise NotSupportedError(
-                _R.CUDA_ERROR_NOT_SUPPORTED,
-                "cuFuncGetParamInfo",
-                "kernel argument packing needs cuda-bindings 12.4 or newer",
-            )
-        infos: list[ParamInfo] = []
-        for i in range(_MAX_PARAMS):
-            r = fn(h, i)
-            if r[0] is not SUCCESS:
-                if r[0] is _R.CUDA_ERROR_INVALID_VALUE:
-                    break
-                raise error_for(
-                    r[0],
-                    fn,
-                    "kernel argument packing needs a CUDA 12.4 or newer driver",
-                )
-            infos.append(ParamInfo(int(r[1]), int(r[2])))
-        params = tuple(infos)
+        return self._set_params(read_params(self._closed_check()))
+
+    def _set_params(self, params: tuple[ParamInfo, ...]) -> tuple[ParamInfo, ...]:
+        """Keep ``params`` (read here, or by the eager load of the module)."""
         sizes = tuple(p.size for p in params)
         self._layout = ArgLayout(sizes)
         self._sizes = sizes

@@ -20,8 +20,8 @@ from ._bindings import SUCCESS
 from ._coerce import bool_arg, handle_arg
 from ._handle import Handle, pinned
 from .device import Context, call_in_context, context_arg, current_or_default
-from .errors import GUARD, InvalidImageError, NotSupportedError, checked, error_for
-from .kernel import Kernel
+from .errors import GUARD, CudaError, InvalidImageError, NotSupportedError, checked, error_for
+from .kernel import Kernel, ParamInfo, read_params
 from .memory import DeviceBuffer
 
 __all__ = ["Module"]
@@ -30,6 +30,7 @@ _R = _drv.CUresult
 _cuModuleLoadData = _drv.cuModuleLoadData
 _cuModuleGetFunction = _drv.cuModuleGetFunction
 _cuModuleGetGlobal = _drv.cuModuleGetGlobal
+_cuFuncGetName = getattr(_drv, "cuFuncGetName", None)
 
 _ELF_MAGIC = b"\x7fELF"
 _FATBIN_MAGIC = b"\x50\xed\x55\xba"  # 0xBA55ED50, little-endian
@@ -95,12 +96,13 @@ class Module(Handle):
     the module alive. Closing the module closes its kernels.
     """
 
-    __slots__ = ("_context", "_eager", "_kernels", "_kind_name")
+    __slots__ = ("_context", "_eager", "_functions", "_kernels", "_kind_name")
 
     _kind = "Module"
 
     _context: Context | None
     _eager: bool
+    _functions: dict[str, tuple[Any, tuple[ParamInfo, ...] | None]]
     _kernels: weakref.WeakValueDictionary[str, Kernel]
     _kind_name: str
 
@@ -186,6 +188,7 @@ class Module(Handle):
         self = cls.__new__(cls)
         self._context = ctx
         self._kernels = weakref.WeakValueDictionary()
+        self._functions = {}
         self._kind_name = kind
         self._eager = False
         self._init_handle(
@@ -222,7 +225,26 @@ class Module(Handle):
             load = checked(_bindings.func_load)
             for fn in checked(enumerate_)(n, self._h):
                 load(fn)
+                self._record(fn)
         return True
+
+    def _record(self, fn: Any) -> None:
+        """Note ``fn`` by name with its parameters, so :meth:`kernel` needs no driver call.
+
+        ``cuModuleGetFunction`` waits for the device under ``CUDA_MODULE_LOADING=LAZY``
+        even for a loaded module (measured: it deadlocked behind another stream's
+        ``wait_value32``). Without ``cuFuncGetName`` the name is not recorded and
+        :meth:`kernel` asks the driver.
+        """
+        r = _cuFuncGetName(fn) if _cuFuncGetName is not None else None
+        if r is None or r[0] is not SUCCESS:
+            return
+        name = r[1].decode(errors="replace") if isinstance(r[1], bytes) else str(r[1])
+        try:
+            params: tuple[ParamInfo, ...] | None = read_params(fn)
+        except CudaError:  # read again at the first launch, which says why
+            params = None
+        self._functions[name] = (fn, params)
 
     @classmethod
     def from_handle(
@@ -233,6 +255,7 @@ class Module(Handle):
         self = cls.__new__(cls)
         self._context = context
         self._kernels = weakref.WeakValueDictionary()
+        self._functions = {}
         self._kind_name = "foreign"
         self._eager = False
         self._init_handle(h, release=None, func="cuModuleUnload", owned=False, owner=owner)
@@ -249,8 +272,11 @@ class Module(Handle):
     def kernel(self, name: str) -> Kernel:
         """The kernel named ``name`` (``cuModuleGetFunction``; cached by name).
 
-        C++ kernels have mangled names: declare them ``extern "C"`` to look them up
-        by their source name.
+        After an eager load (:meth:`load`'s default) this makes no driver call: the
+        load recorded every function by name (``cuFuncGetName``) with its parameters
+        (``cuFuncGetParamInfo``), so it cannot wait for the device, whatever
+        ``CUDA_MODULE_LOADING`` says. C++ kernels have mangled names: declare them
+        ``extern "C"`` to look them up by their source name.
 
         Raises
         ------
@@ -264,6 +290,13 @@ class Module(Handle):
             self._raise_closed()
         k = self._kernels.get(name)
         if k is not None and k._h is not None:
+            return k
+        recorded = self._functions.get(name)
+        if recorded is not None:  # an eager load found it: no driver call
+            k = Kernel._new(recorded[0], name, self)
+            if recorded[1] is not None:
+                k._set_params(recorded[1])
+            self._kernels[name] = k
             return k
         if GUARD.armed:
             GUARD.check()
@@ -319,6 +352,7 @@ class Module(Handle):
             return
         for k in list(self._kernels.values()):
             k.close()
+        self._functions = {}
         super().close()
 
     def _repr_extra(self) -> str:
