@@ -58,7 +58,7 @@ def test_bad_arch_types(arch: Any) -> None:
 
 def test_bad_inputs_are_refused_before_nvrtc() -> None:
     # These run on machines without NVRTC: validation comes first.
-    with pytest.raises(ValueError, match="target must be 'ptx' or 'cubin'"):
+    with pytest.raises(ValueError, match="target must be 'ptx', 'cubin' or 'ltoir'"):
         compile(AXPY_KERNEL, arch="sm_90", target="fatbin")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="sequence of strings"):
         compile(AXPY_KERNEL, arch="sm_90", options="--use_fast_math")

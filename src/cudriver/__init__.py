@@ -68,6 +68,7 @@ from .graphnode import AllocNode, ConditionalHandle, ConditionalNode, GraphNode
 from .green import GreenContext, SMResource, WorkqueueConfig
 from .kernel import Kernel, LaunchPlan, ParamInfo
 from .launch import LaunchConfig
+from .linker import LinkError, link
 from .managed import ManagedBuffer
 from .memops import MAX_BATCH_MEM_OPS, MemOp
 from .memory import DeviceBuffer
@@ -167,6 +168,8 @@ __all__ = [
     "PackedArgs",
     "pack_arg",
     "compile",
+    "link",
+    "LinkError",
     "compile_cache_info",
     "clear_compile_cache",
     "nvrtc_version",

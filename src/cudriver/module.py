@@ -22,6 +22,7 @@ from ._handle import Handle, pinned
 from .device import Context, call_in_context, context_arg, current_or_default
 from .errors import GUARD, CudaError, InvalidImageError, NotSupportedError, checked, error_for
 from .kernel import Kernel, ParamInfo, read_params
+from .linker import link
 from .memory import DeviceBuffer
 
 __all__ = ["Module"]
@@ -205,6 +206,23 @@ class Module(Handle):
                 self.close()
                 raise
         return self
+
+    @classmethod
+    def link(
+        cls,
+        objects: Any,
+        *,
+        context: Context | None = None,
+        eager: bool = True,
+        **options: Any,
+    ) -> Module:
+        """Link ``objects`` (:func:`cudriver.link`) and load the cubin into ``context``.
+
+        ``options`` are :func:`cudriver.link`'s (``arch`` defaults to ``context``'s
+        device). Synchronous, as :meth:`load`.
+        """
+        ctx = context_arg(context) or current_or_default()
+        return cls.load(link(objects, context=ctx, **options), context=ctx, eager=eager)
 
     def _load_all(self) -> bool:
         """Load every function's code; False where the driver or bindings cannot.

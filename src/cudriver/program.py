@@ -214,8 +214,8 @@ def arch_option(arch: Any, target: str = "ptx") -> str:
 
 
 def _target(target: Any) -> str:
-    if target not in ("ptx", "cubin"):
-        raise ValueError(f"target must be 'ptx' or 'cubin', not {target!r}")
+    if target not in ("ptx", "cubin", "ltoir"):
+        raise ValueError(f"target must be 'ptx', 'cubin' or 'ltoir', not {target!r}")
     return str(target)
 
 
@@ -266,9 +266,10 @@ def compile(
     name: str = "kernel.cu",
     options: Iterable[str | bytes] = (),
     arch: Any = None,
-    target: Literal["ptx", "cubin"] = "ptx",
+    target: Literal["ptx", "cubin", "ltoir"] = "ptx",
     headers: Mapping[str, str | bytes] | None = None,
     cache: bool = True,
+    relocatable: bool = False,
 ) -> bytes:
     """Compile CUDA C++ ``source`` with NVRTC; return PTX text or a cubin as bytes.
 
@@ -294,8 +295,10 @@ def compile(
         ``options`` already select an architecture.
     target
         ``"ptx"`` (portable to newer GPUs; JIT-compiled by the driver at load, and
-        needs a driver at least as new as NVRTC) or ``"cubin"`` (machine code for one
-        architecture; no JIT at load).
+        needs a driver at least as new as NVRTC), ``"cubin"`` (machine code for one
+        architecture; no JIT at load) or ``"ltoir"`` (NVVM IR for link-time
+        optimisation by :func:`cudriver.link`, which needs nvJitLink; ``-dlto``,
+        ``nvrtcGetLTOIR``).
     headers
         In-memory headers, ``{"include name": source}``, for ``#include``.
     cache
@@ -303,11 +306,15 @@ def compile(
         Compilations that read headers from disk (``-I``, ``--include-path``,
         ``--pre-include`` options) are never cached: their contents are not in the
         key. ``CUDRIVER_CACHE=off`` turns the cache off for the process.
+    relocatable
+        Relocatable device code (``--relocatable-device-code=true``): ``extern
+        __device__`` functions and variables may live in another program, and the
+        result must go through :func:`cudriver.link` before it loads.
 
     Returns
     -------
     bytes
-        PTX text (without a trailing NUL) or the cubin image.
+        PTX text (without a trailing NUL), the cubin image or the LTO-IR.
 
     Raises
     ------
@@ -321,6 +328,12 @@ def compile(
     tgt = _target(target)
     use_cache = bool_arg(cache, "cache")
     opts = _options(options)
+    if bool_arg(relocatable, "relocatable") and not any(
+        o.startswith((b"-rdc", b"--relocatable-device-code")) for o in opts
+    ):
+        opts.append(b"--relocatable-device-code=true")
+    if tgt == "ltoir" and b"-dlto" not in opts:
+        opts.append(b"-dlto")
     user_arch = _has_arch(opts)
     if arch is not None and user_arch:
         raise ValueError("pass the architecture either as arch= or in options, not both")
@@ -413,6 +426,8 @@ def _run_nvrtc(
             )
         if tgt == "ptx":
             get_size, get, what = nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, "nvrtcGetPTX"
+        elif tgt == "ltoir":
+            get_size, get, what = nvrtc.nvrtcGetLTOIRSize, nvrtc.nvrtcGetLTOIR, "nvrtcGetLTOIR"
         else:
             get_size, get, what = nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, "nvrtcGetCUBIN"
         r = get_size(prog)
