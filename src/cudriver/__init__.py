@@ -77,6 +77,14 @@ from .pinned import PinnedBuffer
 from .pool import KEEP_ALL, MemoryPool
 from .program import NvrtcNotFoundError, compile, nvrtc_version
 from .stream import AccessPolicyWindow, Stream
+from .tensormap import (
+    TensorMap,
+    TensorMapDataType,
+    TensorMapFloatOOBFill,
+    TensorMapInterleave,
+    TensorMapL2Promotion,
+    TensorMapSwizzle,
+)
 from .vmm import VirtualBuffer
 
 __version__ = "0.1.0"
@@ -167,6 +175,12 @@ __all__ = [
     "ParamInfo",
     "PackedArgs",
     "pack_arg",
+    "TensorMap",
+    "TensorMapDataType",
+    "TensorMapSwizzle",
+    "TensorMapInterleave",
+    "TensorMapL2Promotion",
+    "TensorMapFloatOOBFill",
     "compile",
     "link",
     "LinkError",

@@ -131,6 +131,20 @@ class DeviceMemory(Memory):
         """
 
 
+class MapsMemory:
+    """The base of kernel arguments that carry the address of memory they keep.
+
+    A :class:`cudriver.TensorMap` is one: a launch notes its use of that memory, as for
+    a buffer passed directly, so a stream-ordered free waits for the launch.
+    """
+
+    __slots__ = ()
+
+    def _mapped(self) -> DeviceMemory | None:
+        """The cudriver memory whose address the argument carries, if any."""
+        return None
+
+
 class HostMemory(Memory):
     """The base of :class:`cudriver.PinnedBuffer`: ``_key`` is a host address."""
 

@@ -116,7 +116,10 @@ def pack_arg(size: int, value: Any, index: int = 0, kernel: str = "kernel") -> b
     * ``CUdeviceptr``, ``None`` (NULL), an object with ``__cuda_array_interface__``
       or a ``ptr`` attribute (e.g. a ``DeviceBuffer``) → an 8-byte device address;
     * a ctypes value, structure, union or array → its bytes; its size must equal
-      ``size``.
+      ``size``;
+    * an object whose type defines ``__cudriver_kernel_arg__()`` (e.g. a
+      :class:`~cudriver.TensorMap`) → the bytes of the ctypes value that method returns;
+      their size must equal ``size``.
 
     Parameters
     ----------
@@ -188,6 +191,9 @@ def pack_arg(size: int, value: Any, index: int = 0, kernel: str = "kernel") -> b
                 f"the ctypes {t.__name__} has {n} bytes but the parameter has {size}",
             )
         return ctypes.string_at(ctypes.addressof(cval), n)
+    hook = getattr(t, "__cudriver_kernel_arg__", None)
+    if hook is not None:
+        return _pack_hooked(size, hook(value), t.__name__, kernel, index)
     if hasattr(value, "ptr"):
         return _pack_pointer(size, value.ptr, f"the {t.__name__}'s ptr", kernel, index)
     if isinstance(value, int):  # int subclasses (IntEnum members, ...)
@@ -202,6 +208,21 @@ def pack_arg(size: int, value: Any, index: int = 0, kernel: str = "kernel") -> b
         f"cannot pass a {t.__name__} ({value!r:.60}) to a {size}-byte parameter; pass a "
         "device buffer or pointer, a Python or numpy number, or a ctypes value",
     )
+
+
+def _pack_hooked(size: int, cval: Any, what: str, kernel: str, index: int) -> bytes:
+    """The bytes of a ``__cudriver_kernel_arg__()`` result, checked against ``size``."""
+    if not isinstance(cval, _CDATA):
+        _fail(
+            kernel,
+            index,
+            f"{what}.__cudriver_kernel_arg__() gave a {type(cval).__name__}, not a ctypes value",
+        )
+    c: Any = cval
+    n = ctypes.sizeof(c)
+    if n != size:
+        _fail(kernel, index, f"the {what} has {n} bytes but the parameter has {size}")
+    return ctypes.string_at(ctypes.addressof(c), n)
 
 
 # Fast packers for the common (type, parameter size) pairs: each writes the value in
@@ -226,6 +247,18 @@ def _fast_ptr(buf: bytearray, off: int, value: Any) -> None:
 
 def _fast_cai(buf: bytearray, off: int, value: Any) -> None:
     _PTR.pack_into(buf, off, value.__cuda_array_interface__["data"][0] or 0)
+
+
+def _fast_hooked(size: int) -> _Packer:
+    """A packer for a ``__cudriver_kernel_arg__`` type into ``size`` bytes."""
+
+    def pack(buf: bytearray, off: int, value: Any) -> None:
+        cval = value.__cudriver_kernel_arg__()
+        if ctypes.sizeof(cval) != size:
+            raise TypeError(size)  # pack_fast redoes it with pack_arg, which says why
+        buf[off : off + size] = ctypes.string_at(ctypes.addressof(cval), size)
+
+    return pack
 
 
 for _size, _fmt in _INT_FMT.items():
@@ -259,12 +292,20 @@ def register_pointer_type(cls: type, *, via: str = "ptr") -> None:
 
 
 def _learn(args: Sequence[Any], items: Any) -> bool:
-    """Add fast packers for the DeviceMemory subclasses in ``args``; True if any was new."""
+    """Add fast packers for the new types in ``args``; True if any was new.
+
+    DeviceMemory subclasses (8-byte pointers) and types with ``__cudriver_kernel_arg__``.
+    """
     new = False
     for i, s, _o in items:
         t = type(args[i])
-        if s == 8 and (t, 8) not in _FAST and issubclass(t, DeviceMemory):
+        if (t, s) in _FAST:
+            continue
+        if s == 8 and issubclass(t, DeviceMemory):
             _FAST[(t, 8)] = _fast_device_memory
+            new = True
+        elif hasattr(t, "__cudriver_kernel_arg__"):
+            _FAST[(t, s)] = _fast_hooked(s)
             new = True
     return new
 

@@ -19,6 +19,7 @@ from ._bindings import SUCCESS
 from ._coerce import (
     U32_MAX,
     DeviceMemory,
+    MapsMemory,
     StreamLike,
     dims,
     handle_arg,
@@ -499,6 +500,8 @@ class Kernel(Handle, _impl.KernelCore):
             for a in args:
                 if isinstance(a, DeviceMemory):
                     a._note_use(sh)
+                elif isinstance(a, MapsMemory) and (m := a._mapped()) is not None:
+                    m._note_use(sh)
         finally:
             unpin_all(held)
             unpin2(*pins)
@@ -650,7 +653,8 @@ class LaunchPlan(_impl.PlanCore):
         self._args = args
         held = [a for a in args if isinstance(a, Handle) and a._h is not None]
         self._leases = (self._kernel._lease(), *(a._lease() for a in held))
-        self._used = tuple(a for a in held if isinstance(a, DeviceMemory))
+        maps = (a._mapped() for a in args if isinstance(a, MapsMemory))
+        self._used = (*(a for a in held if isinstance(a, DeviceMemory)), *filter(None, maps))
         k = self._kernel
         grid = (self._gx, self._gy, self._gz)
         block = (self._bx, self._by, self._bz)
