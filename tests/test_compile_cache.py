@@ -100,6 +100,21 @@ def test_a_directory_others_may_write_is_refused(
         assert cc.directory() is None
 
 
+def test_a_directory_that_cannot_be_made_leaves_memory_working(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("CUDRIVER_CACHE_DIR", str(blocker / "kernels"))
+    monkeypatch.setattr(cc, "_warned", set())
+    cu.clear_compile_cache(disk=False)
+    with pytest.warns(cu.CudaWarning, match="cannot use .*a-file.*not caching"):
+        cc.store("k1", b"payload")
+    assert cc.lookup("k1") == b"payload"  # from memory; no second warning
+    assert cu.compile_cache_info()["directory"] is None
+    cu.clear_compile_cache(disk=False)
+
+
 def test_an_entry_comes_back_from_memory_then_from_disk(cache_dir: Path) -> None:
     cc.store("k1", b"payload")
     assert cc.lookup("k1") == b"payload"
