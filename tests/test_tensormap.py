@@ -730,3 +730,23 @@ def test_a_kernel_loads_a_tile_through_the_map(ctx: cu.Context, stream: cu.Strea
     check(5, b[8:16, 16:32])
     for buf in (src, other, status, *outs):
         buf.close()
+
+
+def test_a_graph_keeps_a_lease_on_the_memory_a_map_carries() -> None:
+    # What a captured or built kernel node keeps: its arguments, with a lease on each
+    # handle and on the buffer a TensorMap maps, so the graph's launches order that
+    # buffer's stream-ordered free after them (graph.py's _leased_memory reads it).
+    from cudriver import capture
+    from cudriver._coerce import MapsMemory
+    from cudriver._handle import Lease
+
+    buf = cu.DeviceBuffer.from_handle(FAKE, 4096)
+
+    class Carries(MapsMemory):
+        def _mapped(self) -> Any:
+            return buf
+
+    keep: list[Any] = []
+    capture.hold(keep, ((Carries(), 3, MapsMemory()),))
+    leases = [o for o in keep if isinstance(o, Lease)]
+    assert len(leases) == 1 and leases[0].target is buf

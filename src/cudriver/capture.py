@@ -44,6 +44,7 @@ from cuda.bindings import driver as _drv
 
 from . import _bindings
 from ._bindings import SUCCESS
+from ._coerce import MapsMemory
 from ._enums import CaptureMode, CaptureStatus
 from ._handle import Handle, drain, release_with, unpin
 from .errors import GUARD, StreamCaptureError, error_for, watch_capture_violations
@@ -216,7 +217,9 @@ class CaptureSession:
 def hold(keep: list[Any], objs: tuple[Any, ...]) -> None:
     """Append ``objs`` to ``keep``, with a lease on each open handle among them.
 
-    A tuple among ``objs`` (kernel arguments) is kept with a lease on each handle in it.
+    A tuple among ``objs`` (kernel arguments) is kept with a lease on each handle in it,
+    and on the memory a :class:`~cudriver.TensorMap` among them maps (so a graph's
+    launches order that memory's stream-ordered free after them, as for a buffer).
     The one rule for what a graph keeps, captured or built node by node.
     """
     for o in objs:
@@ -225,7 +228,11 @@ def hold(keep: list[Any], objs: tuple[Any, ...]) -> None:
             if o._h is not None:
                 keep.append(o._lease())
         elif type(o) is tuple:
-            keep.extend(a._lease() for a in o if isinstance(a, Handle) and a._h is not None)
+            for a in o:
+                if isinstance(a, MapsMemory):
+                    a = a._mapped()
+                if isinstance(a, Handle) and a._h is not None:
+                    keep.append(a._lease())
 
 
 def allocated(stream_h: Any, address: int) -> None:
