@@ -8,6 +8,8 @@ Times, as medians of ``--repeats`` runs in milliseconds: NVRTC with the cache of
 (``cache=False``), a first compile into an empty cache (NVRTC, then the entry
 written), a hit in the process's memory, and a hit on disk (memory emptied first, as
 in a new process). NVRTC runs on the host: no GPU is needed when ``--arch`` is given.
+Where CuPy and a GPU are present, CuPy's kernel cache on the same source is timed too
+(a first compile, and a cached ``RawModule``), for the device's own architecture.
 The cache directory is a fresh temporary one, removed at the end.
 """
 
@@ -55,6 +57,40 @@ def median_ms(fn: Callable[[], object], repeats: int, before: Callable[[], None]
     return statistics.median(times) * 1e3
 
 
+def _cupy_rows(src: str, repeats: int) -> dict[str, float]:
+    """CuPy's kernel cache on the same source (needs CuPy and a GPU; else no rows).
+
+    ``RawModule(...).get_function`` compiles through CuPy's NVRTC and its on-disk cache
+    (``CUPY_CACHE_DIR``, a fresh temporary directory here), then its in-memory one.
+    """
+    folder = tempfile.mkdtemp(prefix="cupy-bench-cache-")
+    os.environ["CUPY_CACHE_DIR"] = folder
+    try:
+        import cupy
+    except ImportError:
+        return {}
+    try:
+        fresh = iter(range(1 << 30))
+
+        def cold() -> object:  # a source CuPy has not seen: compile and write
+            code = src.replace("// ", f"// cupy {next(fresh)} ", 1)
+            return cupy.RawModule(code=code).get_function("chain")
+
+        def warm() -> object:
+            return cupy.RawModule(code=src).get_function("chain")
+
+        warm()
+        return {
+            "CuPy: first compile": median_ms(cold, repeats, lambda: None),
+            "CuPy: cached": median_ms(warm, repeats, lambda: None),
+        }
+    except Exception as exc:  # no GPU, or CuPy without NVRTC: say so, keep our rows
+        print(f"CuPy rows skipped: {exc!r}", file=sys.stderr)
+        return {}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lines", type=int, default=200)
@@ -87,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             "hit in memory": median_ms(compile_(True), args.repeats, nothing),
             "hit on disk (new process)": median_ms(compile_(True), args.repeats, empty_memory),
         }
+        rows.update(_cupy_rows(src, args.repeats))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     cold = rows["NVRTC, cache off"]
