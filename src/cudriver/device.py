@@ -600,6 +600,20 @@ def mem_get_info(context: Context | None = None) -> tuple[int, int]:
     return ctx.mem_info
 
 
+def device_arg(device: object) -> Device:
+    """``device`` when it is a :class:`Device`, else the device of that ordinal.
+
+    ``TypeError`` for anything else (a bool included), naming what it got.
+    """
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, bool) or not isinstance(device, int):
+        raise TypeError(
+            f"device must be a cudriver.Device or an ordinal, not {type(device).__name__}"
+        )
+    return Device(device)
+
+
 def context_arg(context: object) -> Context | None:
     """``context`` when it is a :class:`Context` or None, else ``TypeError``."""
     if context is None or isinstance(context, Context):

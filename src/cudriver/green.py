@@ -25,7 +25,7 @@ from cuda.bindings import driver as _drv
 from ._coerce import bool_arg, enum_arg, int_arg, uint_arg
 from ._enums import WorkqueueScope
 from ._init import driver_version, init
-from .device import Context, Device, _forget_borrowed, _owned, kept_primary
+from .device import Context, Device, _forget_borrowed, _owned, device_arg, kept_primary
 from .errors import NotFoundError, NotSupportedError, checked, error_for
 from .stream import Stream
 
@@ -55,16 +55,6 @@ _RULES = ((9, 8, 8), (8, 4, 2), (0, 2, 2))
 
 _split_ids = iter(range(1, 1 << 62))
 _split_lock = threading.Lock()
-
-
-def _device_arg(device: object) -> Device:
-    if isinstance(device, Device):
-        return device
-    if isinstance(device, bool) or not isinstance(device, int):
-        raise TypeError(
-            f"device must be a cudriver.Device or an ordinal, not {type(device).__name__}"
-        )
-    return Device(device)
 
 
 def _unsupported(func: str, what: str) -> NotSupportedError:
@@ -104,7 +94,7 @@ class SMResource:
     @classmethod
     def of(cls, device: Device | int) -> SMResource:
         """All SMs of ``device`` (``cuDeviceGetDevResource``, type SM); no allocation."""
-        dev = _device_arg(device)
+        dev = device_arg(device)
         init()
         return cls._wrap(_cuDeviceGetDevResource(dev.handle, _SM), dev, 0, "device")
 
@@ -343,7 +333,7 @@ class WorkqueueConfig:
             refused the resource type);
             the message names the driver's CUDA version.
         """
-        dev = _device_arg(device)
+        dev = device_arg(device)
         if _WQ_CONFIG is None:
             raise _unsupported(
                 "cuDeviceGetDevResource", "these cuda-bindings have no work-queue resources"
@@ -430,10 +420,10 @@ def _resources_arg(
         ords = sorted(d.ordinal for d in devs.values())
         raise ValueError(f"the resources belong to devices {ords}; a green context has one")
     dev = items[0].device
-    if device is not None and _device_arg(device) is not dev:
+    if device is not None and device_arg(device) is not dev:
         raise ValueError(
             f"the resources belong to device {dev.ordinal}, not to device "
-            f"{_device_arg(device).ordinal}"
+            f"{device_arg(device).ordinal}"
         )
     sms = [r for r in items if isinstance(r, SMResource)]
     if len({id(r) for r in items}) < len(items):

@@ -33,7 +33,14 @@ from ._coerce import (
 from ._enums import MemAccess
 from ._handle import _queue_if_free as queue_if_free
 from ._handle import _warn, link, pinned, unlink
-from .device import Context, Device, call_in_context, current_or_default, kept_primary
+from .device import (
+    Context,
+    Device,
+    call_in_context,
+    current_or_default,
+    device_arg,
+    kept_primary,
+)
 from .errors import checked, error_for, make_error
 from .memory import DeviceBuffer
 
@@ -135,15 +142,7 @@ def _settle(st: Any) -> None:
 
 
 def _device_of(device: Any) -> Device:
-    if device is None:
-        return current_or_default().device
-    if isinstance(device, Device):
-        return device
-    if isinstance(device, bool) or not isinstance(device, int):
-        raise TypeError(
-            f"device must be a cudriver.Device or an ordinal, not {type(device).__name__}"
-        )
-    return Device(device)
+    return current_or_default().device if device is None else device_arg(device)
 
 
 def _access_arg(access: object) -> MemAccess:
