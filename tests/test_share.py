@@ -95,6 +95,35 @@ def _relay(q: Any, out: Any) -> None:
     _read(q.get(timeout=WAIT_S), out)
 
 
+def test_a_device_travels_by_uuid_and_plain_pickle_keeps_the_ordinal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import uuid
+
+    def fake(ordinal: int) -> cu.Device:
+        dev = object.__new__(cu.Device)
+        dev._ordinal, dev._name, dev._attrs = ordinal, None, {}
+        return dev
+
+    ids = [uuid.UUID(int=0xA0 + i) for i in range(3)]
+    sender = fake(0)
+    # The receiver numbers the same GPUs differently (CUDA_VISIBLE_DEVICES=2,0).
+    receiver = {0: fake(0), 1: fake(1)}
+    seen = {id(sender): ids[0], id(receiver[0]): ids[2], id(receiver[1]): ids[0]}
+    monkeypatch.setattr(cu.Device, "uuid", property(lambda d: seen[id(d)]))
+    monkeypatch.setattr(cu.Device, "all", classmethod(lambda cls: list(receiver.values())))
+    monkeypatch.setattr(cu.Device, "__new__", lambda cls, o=None: receiver[o])
+    monkeypatch.setattr(_share, "_devices", {})
+    blob = bytes(ForkingPickler.dumps(sender))
+    assert pickle.loads(blob) is receiver[1]  # the sender's GPU, by its UUID
+    assert pickle.loads(pickle.dumps(sender)) is receiver[0]  # plain pickle: the ordinal
+    del seen[id(receiver[1])]
+    seen[id(receiver[1])] = ids[1]
+    monkeypatch.setattr(_share, "_devices", {})
+    with pytest.raises(ValueError, match="not visible in this process"):
+        pickle.loads(blob)
+
+
 def test_tokens_name_pools_apart() -> None:
     class Pool:
         _token = None

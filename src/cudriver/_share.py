@@ -214,3 +214,13 @@ def device_of_uuid(uuid: bytes) -> Device:
                 "CUDA_VISIBLE_DEVICES in both)"
             )
     return Device(ordinal)
+
+
+def _reduce_device(device: Device) -> tuple[Any, ...]:
+    """A Device through ``multiprocessing``: by UUID, as ordinals may differ there."""
+    return (device_of_uuid, (device_uuid(device),))
+
+
+# Plain pickle keeps the ordinal (Device.__reduce__): a file may be read on another
+# machine; between the processes of one machine the UUID names the same GPU.
+register(Device, _reduce_device)
