@@ -429,6 +429,7 @@ def test_a_green_context_closed_with_work_in_flight_waits_for_it(
     s = gc.create_stream()
     k = _kernel(gc, cubin)
     out = cu.DeviceBuffer.empty(4096, np.uint32)
+    out.fill(0xFF)  # no SM has this id: every block must overwrite its entry
     k.launch(s, 4096, 64, out, np.int64(200000))
     gc.close()  # the stream and the kernel's module keep it until they go
     with pytest.raises(cu.ClosedError):
@@ -437,6 +438,7 @@ def test_a_green_context_closed_with_work_in_flight_waits_for_it(
         with gc:
             pass
     s.synchronize()
+    assert (out.copy_to() < device.multiprocessor_count).all()  # the kernel ran whole
     del s, k
     _gc.collect()
     cu.Stream(non_blocking=True, context=ctx).synchronize()

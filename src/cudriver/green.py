@@ -16,7 +16,7 @@ context=gc)`` or :meth:`GreenContext.create_stream`) are ordinary cudriver objec
 
 from __future__ import annotations
 
-import threading
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -53,8 +53,8 @@ _cuDevSmResourceSplit = getattr(_drv, "cuDevSmResourceSplit", None)  # CUDA 13.1
 # (min compute capability major, minimum SMs of a group, alignment).
 _RULES = ((9, 8, 8), (8, 4, 2), (0, 2, 2))
 
-_split_ids = iter(range(1, 1 << 62))
-_split_lock = threading.Lock()
+#: Numbers each split, so groups of two splits are told apart (next() is atomic).
+_split_ids = itertools.count(1)
 
 
 def _unsupported(func: str, what: str) -> NotSupportedError:
@@ -211,8 +211,7 @@ class SMResource:
                 f"the driver made {made} of the {want} groups of {n} SMs asked for from "
                 f"{total} SMs (it keeps groups symmetrical and aligned); ask for fewer"
             )
-        with _split_lock:
-            sid = next(_split_ids)
+        sid = next(_split_ids)
         dev = self._device
         parts = [
             SMResource._wrap(r, dev, sid, f"group {i} of a split") for i, r in enumerate(res[:made])
@@ -294,8 +293,7 @@ class SMResource:
                 raise _unsupported("cuDevSmResourceSplit", f"refused ({err})") from err
             raise err
         res, rest = r[1], r[2]
-        with _split_lock:
-            sid = next(_split_ids)
+        sid = next(_split_ids)
         dev = self._device
         parts = [SMResource._wrap(g, dev, sid, f"group {i} of a split") for i, g in enumerate(res)]
         return parts, SMResource._wrap(rest, dev, sid, "remainder of a split")
