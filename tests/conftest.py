@@ -6,15 +6,23 @@ class when every test of the class needs one. Nothing else: no module-level
 is defined and keeps it when it moves. Where no driver or device is usable, the ``gpu``
 tests are skipped with the reason (``pytest_collection_modifyitems`` below).
 
+A GPU test that measures the device's free memory also carries ``device_memory``: the
+driver reports that figure for the whole device, so when pytest-xdist runs the suite in
+parallel such a test waits for the GPU tests of the other workers to end, and holds
+theirs back while it runs (``_device_memory_alone`` below).
+
 The tests of behaviour without a driver carry ``no_driver`` from ``tests/_support.py``,
 which holds the plain helpers and constants shared by the test files.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -40,6 +48,42 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason=f"gpu test: {reason}")
     for it in gpu_items:
         it.add_marker(skip)
+
+
+@contextlib.contextmanager
+def _flock(path: Path, how: int) -> Iterator[None]:
+    with path.open("a") as f:
+        fcntl.flock(f, how)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def _device_memory_alone(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Under pytest-xdist, run each ``device_memory`` test alone among the GPU tests.
+
+    A reader-writer lock across the workers, on files of the run: every GPU test holds
+    ``shared`` shared, a ``device_memory`` test holds it exclusively. The ``gate`` lock,
+    taken by each test before ``shared`` and kept by a ``device_memory`` test while it
+    waits, stops new GPU tests from starting ahead of one that waits.
+    """
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    node = request.node
+    if run is None or node.get_closest_marker("gpu") is None:
+        yield
+        return
+    base = Path(tempfile.gettempdir()) / f"cudriver-tests-{run}"
+    gate, shared = base.with_suffix(".gate"), base.with_suffix(".lock")
+    if node.get_closest_marker("device_memory") is not None:
+        with _flock(gate, fcntl.LOCK_EX), _flock(shared, fcntl.LOCK_EX):
+            yield
+        return
+    with _flock(gate, fcntl.LOCK_EX):
+        pass
+    with _flock(shared, fcntl.LOCK_SH):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -737,6 +737,7 @@ def _or_skip(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 @pytest.mark.gpu
+@pytest.mark.device_memory
 def test_a_child_is_suspended_and_resumed_with_its_memory_and_stream() -> None:
     dev = cu.Device(0)
     with _holding_child() as child:
@@ -766,6 +767,7 @@ def test_a_child_is_suspended_and_resumed_with_its_memory_and_stream() -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.device_memory
 def test_refused_transitions_and_the_context_managers_on_a_child() -> None:
     dev = cu.Device(0)
     with _holding_child() as child:

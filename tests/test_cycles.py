@@ -76,6 +76,7 @@ def _noop(*_args: Any) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.device_memory
 def test_every_owning_class_cycles_flat(ctx: cu.Context, flat: Any) -> None:
     axpy = load_kernels(ctx, AXPY_KERNEL, "axpy")["axpy"]
     n = 64
@@ -118,6 +119,7 @@ def test_every_owning_class_cycles_flat(ctx: cu.Context, flat: Any) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.device_memory
 def test_modules_cycle_flat(ctx: cu.Context, flat: Any) -> None:
     image = cu.compile(AXPY_KERNEL, arch=ctx.device, target="cubin")
     x = cu.DeviceBuffer(256)
@@ -132,6 +134,7 @@ def test_modules_cycle_flat(ctx: cu.Context, flat: Any) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.device_memory
 def test_created_contexts_cycle_flat(ctx: cu.Context, flat: Any) -> None:
     def cycle() -> None:
         c = cu.Context.create(ctx.device)

@@ -48,6 +48,7 @@ def test_streams_events_graphs_released(ctx: cu.Context) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.device_memory
 def test_device_memory_comes_back(ctx: cu.Context) -> None:
     from cudriver import DeviceBuffer
 

@@ -315,6 +315,7 @@ class TestPool:
         buf.close()
         stream.synchronize()
 
+    @pytest.mark.device_memory
     def test_mem_get_info(self, ctx: cu.Context) -> None:
         free, total = cu.mem_get_info()
         assert 0 < free <= total == ctx.device.total_memory

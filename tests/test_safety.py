@@ -559,6 +559,7 @@ def test_update_lets_go_of_the_replaced_graphs_objects() -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.device_memory
 def test_buffer_dying_in_a_host_function_is_freed_on_an_ordinary_thread() -> None:
     run_isolated(
         """
@@ -730,6 +731,7 @@ def test_exit_with_a_blocked_stream_and_waiting_releases_does_not_hang() -> None
 
 
 @pytest.mark.gpu
+@pytest.mark.device_memory
 def test_threads_making_using_and_dropping_objects_with_collection_running() -> None:
     run_isolated(
         """
