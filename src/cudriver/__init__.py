@@ -11,6 +11,7 @@ import inspect
 from typing import Any
 
 from . import _bindings, _impl, aio, checkpoint, driver, nccl
+from ._bindings import log_driver_messages
 from ._coerce import StreamLike, SupportsCudaStream
 from ._compile_cache import clear_compile_cache, compile_cache_info
 from ._copy import SupportsCudaArrayInterface
@@ -185,6 +186,7 @@ __all__ = [
     "link",
     "LinkError",
     "compile_cache_info",
+    "log_driver_messages",
     "clear_compile_cache",
     "nvrtc_version",
     "NvrtcNotFoundError",

@@ -23,12 +23,20 @@ calls the bindings get wrong: ``cuLaunchHostFunc`` and ``cuGraphAddHostNode`` (t
 bindings free their callback wrapper after the first call, so a host node would run
 freed memory on its second replay) and ``cuGraphExecUpdate`` (the bindings drop the
 result info when the update fails).
+
+And it reads the driver's error log (``cuLogsDumpToMemory``, CUDA 12.9+ drivers), which
+the bindings cannot reach on a driver older than themselves: they ask the driver for
+each entry point with their own version, which an older driver refuses.
 """
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import ctypes.util
+import logging
+import os
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -37,7 +45,8 @@ from typing import Any, NamedTuple
 import cuda.bindings
 from cuda.bindings import driver as drv
 
-from .errors import DriverNotFoundError
+from . import errors
+from .errors import GUARD, DriverNotFoundError
 
 __all__ = [
     "VERSION",
@@ -68,6 +77,9 @@ __all__ = [
     "mem_range_location",
     "struct_bytes",
     "set_struct_bytes",
+    "LogLine",
+    "DRIVER_LOG",
+    "log_driver_messages",
 ]
 
 SUCCESS = drv.CUresult.CUDA_SUCCESS
@@ -94,6 +106,29 @@ def version_string() -> str:
 
 VERSION: tuple[int, ...] = _parse(version_string())
 MAJOR: int = VERSION[0]
+
+#: The oldest cuda-bindings cudriver runs on: the first whose calls release the GIL.
+OLDEST = (12, 9, 1)
+
+
+def refuse_old_bindings(version: tuple[int, ...]) -> None:
+    """Raise ImportError for bindings older than :data:`OLDEST`.
+
+    Before 12.9.1 every bindings call holds the GIL while the driver works. A call
+    that waits for the device (a synchronize, a free, a pool's destroy) then waits for
+    host functions that need the GIL to run: the process hangs.
+    """
+    if version < OLDEST:
+        raise ImportError(
+            f"cudriver needs cuda-bindings 12.9.1 or newer, and {version_string()} is "
+            "installed: older bindings hold the GIL during every driver call, so a call "
+            "that waits for the device hangs behind a Python host function; upgrade with "
+            "pip install -U 'cuda-bindings>=12.9.1,<13' (CUDA 12 drivers) or "
+            "'cuda-bindings>=13,<14' (CUDA 13)"
+        )
+
+
+refuse_old_bindings(VERSION)
 
 
 def has(name: str) -> bool:
@@ -428,3 +463,224 @@ def _range_int(attr: Any, ptr: Any, nbytes: int) -> tuple[Any, int]:
     out = ctypes.c_int(0)
     rc = drv.CUresult(fn(ctypes.byref(out), 4, int(attr), int(ptr), nbytes))
     return rc, out.value
+
+
+# -- the driver's error log ---------------------------------------------------------------
+# A line: [time][thread][source][severity] message, the thread being pthread_self() (what
+# threading.get_ident() gives); older drivers put [entry point] before the message. A
+# failed call ends with "Returning <code> (<name>) from <entry point>".
+_LINE = re.compile(r"^\[([^\]]*)\]\[(\d+)\]\[([^\]]*)\]\[(\w)\](?:\[(\w+)\])? ?(.*)$")
+_RETURNING = re.compile(r"^Returning (\d+) \(\w+\) from (\w+)")
+# What every lookup of an entry point newer than the driver logs (the bindings make
+# such lookups at import): not the user's failure, never shown.
+_NOISE = re.compile(r"^cudaVersion argument \(\d+\) exceeds the driver version")
+_SUFFIX = re.compile(r"(_v\d+|_ptsz|_ptds)+$")
+_LEVELS = {"E": logging.ERROR, "W": logging.WARNING}
+
+
+class LogLine(NamedTuple):
+    """One line of the driver's error log, parsed."""
+
+    thread: int  # the logging thread's ``threading.get_ident()``
+    level: str  # "E" (error) or "W" (warning)
+    text: str  # the message, without the time, thread and severity
+    line: str  # the whole line
+
+
+def _same_call(logged: str, func: str) -> bool:
+    a, b = _SUFFIX.sub("", logged), _SUFFIX.sub("", func)
+    return a.startswith(b) or b.startswith(a)
+
+
+class DriverLog:
+    """The reader of the driver's error log: one iterator, shared by the whole process.
+
+    Lines are read only when a :class:`~cudriver.CudaError` is made (or by the
+    forwarding thread of :func:`log_driver_messages`): a call that succeeds costs
+    nothing. Read lines wait in :attr:`recent` until their thread's failure claims them.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.recent: collections.deque[LogLine] = collections.deque(maxlen=512)
+        # () -> the text of the lines logged since the last call, or None without a
+        # log; resolved at the first read (tests put a fake one here).
+        self.source: Callable[[], str | None] | None = None
+        self._noisy: set[int] = set()  # threads whose next cuGetProcAddress return is noise
+        self.logger: logging.Logger | None = None  # set while forwarding
+        self._stop: threading.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    def _libcuda_source(self) -> Callable[[], str | None]:
+        try:
+            fn = libcuda().cuLogsDumpToMemory
+        except (AttributeError, OSError, DriverNotFoundError):
+            return lambda: None  # a driver before CUDA 12.9: no log
+        fn.restype = ctypes.c_int
+        fn.argtypes = (
+            ctypes.POINTER(ctypes.c_uint),
+            ctypes.c_char_p,
+            ctypes.POINTER(ctypes.c_size_t),
+            ctypes.c_uint,
+        )
+        it = ctypes.c_uint(0)
+        buf = ctypes.create_string_buffer(25601)  # the driver keeps at most 25,600 bytes
+        size = ctypes.c_size_t()
+
+        def dump() -> str | None:
+            size.value = len(buf) - 1
+            if fn(ctypes.byref(it), buf, ctypes.byref(size), 0) != 0:
+                return None
+            return buf.raw[: size.value].decode("utf-8", "replace")
+
+        return dump
+
+    def read(self) -> list[LogLine]:
+        """Read the lines logged since the last read into :attr:`recent`; return them.
+
+        The caller holds :attr:`lock`. Never raises.
+        """
+        if GUARD.forked:
+            return []
+        src = self.source
+        if src is None:
+            src = self.source = self._libcuda_source()
+        try:
+            text = src()
+        except Exception:
+            return []
+        if not text:
+            return []
+        new: list[LogLine] = []
+        noisy = self._noisy
+        for raw in text.splitlines():
+            m = _LINE.match(raw.strip())
+            if m is None:
+                continue
+            tid, msg = int(m[2]), m[6]
+            if m[5] and not msg.startswith("Returning"):
+                msg = f"{m[5]}: {msg}"
+            if _NOISE.match(msg):
+                noisy.add(tid)
+                continue
+            if tid in noisy and msg.startswith("Returning") and "cuGetProcAddress" in msg:
+                noisy.discard(tid)
+                continue
+            new.append(LogLine(tid, m[4], msg, raw.strip()))
+        self.recent.extend(new)
+        return new
+
+    def lines_for(self, code: int, func: str) -> tuple[str, ...]:
+        """The logged lines of the failure of ``func`` with ``code`` on this thread.
+
+        The lines of this thread's last failed call, if that call was ``func`` failing
+        with ``code``; else none. The lines are claimed: no later error gets them.
+        """
+        with self.lock:
+            new = self.read()
+            tid = threading.get_ident()
+            rec = self.recent
+            end = -1
+            for i in range(len(rec) - 1, -1, -1):
+                e = rec[i]
+                if e.thread != tid:
+                    continue
+                m = _RETURNING.match(e.text)
+                if m is None:
+                    continue
+                if int(m[1]) == code and _same_call(m[2], func):
+                    end = i
+                break
+            taken: list[int] = []
+            if end >= 0:
+                taken.append(end)
+                for i in range(end - 1, max(end - 17, -1), -1):
+                    e = rec[i]
+                    if e.thread != tid:
+                        continue
+                    if _RETURNING.match(e.text):
+                        break
+                    taken.append(i)
+            lines = tuple(rec[i].text for i in reversed(taken))
+            for i in taken:  # descending: each index still names its line
+                del rec[i]
+        self._forward(new)
+        return lines
+
+    def _forward(self, lines: list[LogLine]) -> None:
+        log = self.logger
+        if log is None:
+            return
+        for e in lines:
+            level = _LEVELS.get(e.level, logging.WARNING)
+            log.log(level, "%s", e.text, extra={"driver_thread": e.thread})
+
+    def _poll(self, stop: threading.Event, interval: float) -> None:
+        while True:
+            done = stop.wait(interval)
+            with self.lock:
+                new = self.read()
+            self._forward(new)
+            if done:
+                return
+
+    def forward(self, on: bool, interval: float) -> None:
+        """Start or stop the forwarding thread (see :func:`log_driver_messages`)."""
+        stop, thread = self._stop, self._thread
+        if stop is not None and thread is not None:
+            stop.set()
+            if thread is not threading.current_thread():
+                thread.join(10)
+            self._stop = self._thread = None
+        if not on:
+            self.logger = None
+            return
+        with self.lock:
+            self.read()  # what was logged before: not forwarded
+        self.logger = logging.getLogger("cudriver.driver")
+        stop = self._stop = threading.Event()
+        thread = self._thread = threading.Thread(
+            target=self._poll, args=(stop, interval), name="cudriver-driver-log", daemon=True
+        )
+        thread.start()
+
+    def after_fork_in_child(self) -> None:
+        self.lock = threading.Lock()
+        self._stop = self._thread = None
+        self.logger = None
+
+
+#: The process's reader of the driver's error log.
+DRIVER_LOG = DriverLog()
+errors.DRIVER_LINES = DRIVER_LOG.lines_for
+os.register_at_fork(after_in_child=DRIVER_LOG.after_fork_in_child)
+
+
+def log_driver_messages(enabled: bool = True, *, interval: float = 0.1) -> None:
+    """Send the driver's error and warning messages to the ``cudriver.driver`` logger.
+
+    A thread of cudriver's own reads the driver's error log (``cuLogsDumpToMemory``)
+    every ``interval`` seconds and logs each new line, at ``ERROR`` for the driver's
+    errors and ``WARNING`` for its warnings, with the logging thread's identifier as
+    the record's ``driver_thread``; a :class:`~cudriver.CudaError` being made logs its
+    own lines at once. No Python runs on a driver thread (the driver's log callback is
+    not used). Lines logged before the call are not sent. Drivers before CUDA 12.9 log
+    nothing. The lookups of entry points newer than the driver that the bindings make
+    are left out.
+
+    Parameters
+    ----------
+    enabled
+        True to start (or restart, with a new ``interval``), False to stop.
+    interval
+        Seconds between two reads of the log, at least 0.001.
+
+    Raises
+    ------
+    ValueError
+        ``interval`` is not a number of at least 0.001.
+    """
+    is_number = isinstance(interval, (int, float)) and not isinstance(interval, bool)
+    if not is_number or not interval >= 0.001:
+        raise ValueError(f"interval must be a number of seconds >= 0.001, got {interval!r}")
+    DRIVER_LOG.forward(bool(enabled), float(interval))

@@ -79,6 +79,22 @@ def pickle_refusal(kind: str, why: str | None) -> str:
     )
 
 
+#: ``(code, func) -> lines``: what the driver's error log says of this thread's last
+#: failed call (set by ``_bindings``, which reads the log).
+DRIVER_LINES: Callable[[int, str], tuple[str, ...]] | None = None
+
+
+def _restore(cls: type[BaseException], message: str) -> BaseException:
+    err = cls.__new__(cls)
+    RuntimeError.__init__(err, message)
+    return err
+
+
+def _no_calls() -> bool:
+    """Whether no driver call may be made here (a forked child, a host function)."""
+    return GUARD.forked or GUARD.in_host_function()
+
+
 class CudaError(RuntimeError):
     """A driver call returned a status other than ``CUDA_SUCCESS``.
 
@@ -92,12 +108,19 @@ class CudaError(RuntimeError):
         The driver's description of the error.
     func : str
         The driver function that failed, e.g. ``"cuStreamCreate"``.
+
+    driver_log : tuple of str
+        What the driver's error log (CUDA 12.9+ drivers) says of this failure: the
+        lines the failing call logged on this thread, the last being ``"Returning
+        <code> (<name>) from <entry point>"``. Empty without a log, or when the
+        failure was not a driver call's. The first line is also in ``str(err)``.
     """
 
     code: Any
     name: str
     description: str
     func: str
+    driver_log: tuple[str, ...] = ()
 
     def __init__(self, code: Any, func: str, detail: str | None = None) -> None:
         self.code = _as_result(code)
@@ -106,10 +129,29 @@ class CudaError(RuntimeError):
         msg = f"{func} failed: {self.name} ({int(code)}): {self.description}"
         if detail:
             msg = f"{msg} ({detail})"
+        lines = DRIVER_LINES
+        driver_call = func[:2] == "cu" and func[2:3].isupper()  # not "cudriver"
+        if lines is not None and driver_call and not (GUARD.armed and _no_calls()):
+            self.driver_log = log = lines(int(code), func)
+            if log:
+                msg = f"{msg}; the driver says: {log[0]}"
         super().__init__(msg)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (make_error, (int(self.code), self.func))
+        # The message and attributes as they are: made again elsewhere, the error
+        # would read that process's driver log.
+        state = dict(self.__dict__)
+        state["code"] = int(self.code)
+        if "node" in state:
+            state["node"] = None  # a graph node does not travel
+        return (_restore, (type(self), str(self)), state)
+
+    def __setstate__(self, state: dict[str, Any] | None) -> None:
+        if not state:
+            return
+        self.__dict__.update(state)
+        if "code" in state:
+            self.code = _as_result(state["code"])
 
 
 class CudaWarning(RuntimeWarning):
@@ -242,12 +284,6 @@ class GraphUpdateError(CudaError):
         self.reason = reason
         self.node = node
         super().__init__(code, func, f"{result}: {reason}")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            GraphUpdateError,
-            (int(self.code), self.func, self.result, self.reason, None),
-        )
 
 
 class HostCallbackError(RuntimeError):
