@@ -30,6 +30,7 @@ import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
 from ._handle import Handle
+from .errors import ClosedError
 
 __all__ = [
     "SupportsCudaStream",
@@ -143,6 +144,35 @@ class MapsMemory:
     def _mapped(self) -> DeviceMemory | None:
         """The cudriver memory whose address the argument carries, if any."""
         return None
+
+
+def virtual_spaces(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The virtual-memory spaces behind ``args``: what a prepared launch checks.
+
+    A :class:`cudriver.VirtualBuffer` (or a view of one, or a tensor map over one) that
+    is offloaded has no memory mapped: a launch prepared with it would fault.
+    """
+    found: dict[int, Any] = {}
+    for a in args:
+        if isinstance(a, MapsMemory):
+            a = a._mapped()
+        for obj in (a, getattr(a, "_base", None)):
+            space = getattr(obj, "_space", None)
+            if callable(space):
+                sp = space()
+                found[id(sp)] = sp
+                break
+    return tuple(found.values())
+
+
+def refuse_offloaded(spaces: tuple[Any, ...]) -> None:
+    """Raise :class:`~cudriver.ClosedError` if a space of :func:`virtual_spaces` is offloaded."""
+    for sp in spaces:
+        if sp.asleep and not sp.closed:
+            raise ClosedError(
+                "a VirtualBuffer this LaunchPlan was prepared with is offloaded: restore() "
+                "it before launching (the kernel would fault on its unmapped memory)"
+            )
 
 
 class HostMemory(Memory):

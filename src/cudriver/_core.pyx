@@ -181,7 +181,7 @@ cdef dict _ADOPTED = None          # device._adopted
 cdef object _OWNED = None          # device._owned (weak values)
 cdef object _LEGACY = None         # memory._LEGACY (the CU_STREAM_LEGACY handle)
 cdef object _CUdeviceptr = None    # cuda.bindings.driver.CUdeviceptr
-cdef object _free_async_py = None  # memory._free_async
+cdef object _free_async_py = None  # _ordered.free_async
 cdef object _SUCCESS_TUPLE = None  # (CUresult.CUDA_SUCCESS,): a release's status
 
 
@@ -195,7 +195,7 @@ def configure():
     global _LaunchConfig, _PoolBase
     from cuda.bindings import driver as drv
     from cudriver import _coerce, _enums, _handle, _hostfn, capture, device, errors, memory
-    from cudriver import launch
+    from cudriver import _ordered, launch
     _LaunchConfig = launch.LaunchConfig
     _drv = drv
     _CUresult = drv.CUresult
@@ -225,7 +225,7 @@ def configure():
     _OWNED = device._owned
     _LEGACY = memory._LEGACY
     _CUdeviceptr = drv.CUdeviceptr
-    _free_async_py = memory._free_async
+    _free_async_py = _ordered.free_async
     _SUCCESS_TUPLE = (drv.CUresult.CUDA_SUCCESS,)
     configure_releases()
     errors.GUARD.c_inside = in_host_function
@@ -1018,9 +1018,13 @@ cdef class PlanCore:
     cdef unsigned int _c_shmem
     # The launch attributes as a C array (LaunchConfig._c_attributes); empty: cuLaunchKernel.
     cdef bytes _c_attrs
+    # The virtual-memory spaces of the arguments: a plan with any launches through the
+    # Python method, which refuses an offloaded one.
+    cdef tuple _c_spaces
 
-    def _core_set(self, kernel, func, grid, block, shmem, params, used, attrs=b""):
+    def _core_set(self, kernel, func, grid, block, shmem, params, used, attrs=b"", spaces=()):
         self._c_attrs = attrs
+        self._c_spaces = tuple(spaces)
         self._c_kernel = kernel
         self._c_used = tuple(used)
         self._c_func = <void*><uintptr_t>func
@@ -1040,7 +1044,8 @@ cdef class PlanCore:
         k = self._c_kernel
         attrs = self._c_attrs
         if (not _fast() or k is None or (<HandleRoot>k)._h is None or p_launch == NULL
-                or _ACTIVE or (attrs and p_launch_ex == NULL) or not _int_stream(stream, &s)):
+                or _ACTIVE or (attrs and p_launch_ex == NULL) or self._c_spaces
+                or not _int_stream(stream, &s)):
             return self._py_launch(stream)
         m = k._module
         pin = _pin(m) if m is not None else None
@@ -1248,7 +1253,7 @@ cdef class MemFreeAsync:
     """The release of a stream-ordered buffer: ``cuMemFreeAsync`` on its stream.
 
     When no other stream used the buffer and its stream is open, the free is
-    enqueued here; otherwise ``memory._free_async`` orders it first.
+    enqueued here; otherwise ``_ordered.free_async`` orders it first.
     """
 
     cdef object ctx_h
@@ -1257,9 +1262,14 @@ cdef class MemFreeAsync:
     cdef uintptr_t ctx  # ctx_h as an int
     cdef uint64_t ptr   # the buffer's address (the handle the release is called with)
 
+    @property
+    def waits_for_device(self):
+        """True: it enqueues on a stream, which may be capturing (see ``_handle``)."""
+        return True
+
     cdef bint free(self, CUresult* out) except -1:
         """Enqueue the free from C; False when it needs ordering after other streams
-        (or the stream is closed), which ``memory._free_async`` does."""
+        (or the stream is closed), which ``_ordered.free_async`` does."""
         cdef bint pushed = False
         cdef CUresult st
         cdef uint64_t ptr = self.ptr
@@ -1537,7 +1547,9 @@ cdef int _release_state(State st, bint collected) except -1:
     st.closing = True
     if _held(st):
         return 0
-    if collected or not _may_release_now():
+    if collected or not _may_release_now() or (
+            _GUARD.open and getattr(st.release, "waits_for_device", False)):
+        # (a release that waits for the device or enqueues on a stream: see _handle)
         _DEFERRED.append(st)
         _wake()
         return 0

@@ -210,11 +210,16 @@ def release_state(state: _State, *, collected: bool = False) -> None:
     state.closing = True
     if held(state):
         return
-    if collected or not _may_release_now():
+    if collected or not _may_release_now() or (GUARD.open and _waits(state.release)):
         deferred.append(state)
         wake()
         return
     _release(state)
+
+
+def _waits(release: Any) -> bool:
+    # Releases that may wait for the device or enqueue on a stream: never beside a capture.
+    return bool(getattr(release, "waits_for_device", False))
 
 
 def _collected(state: _State) -> None:
@@ -240,7 +245,7 @@ def drain() -> None:
             break
         if held(state):  # held again
             continue
-        if GUARD.open and getattr(state.release, "waits_for_device", False):
+        if GUARD.open and _waits(state.release):
             # A device-wide wait would break the capture another thread has open:
             # left to the releasing thread, which runs it once the captures end.
             later.append(state)

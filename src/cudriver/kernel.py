@@ -24,8 +24,10 @@ from ._coerce import (
     dims,
     handle_arg,
     int_arg,
+    refuse_offloaded,
     stream_handle,
     uint_arg,
+    virtual_spaces,
 )
 from ._coerce import shared_mem as _shared
 from ._enums import FunctionAttribute
@@ -592,6 +594,7 @@ class LaunchPlan(_impl.PlanCore):
         "_packed",
         "_params",
         "_shmem",
+        "_spaces",
         "_used",
     )
 
@@ -610,6 +613,7 @@ class LaunchPlan(_impl.PlanCore):
     _config: LaunchConfig | None
     _leases: tuple[Lease, ...]
     _used: tuple[DeviceMemory, ...]
+    _spaces: tuple[Any, ...]  # of VirtualBuffer arguments: checked before each launch
 
     def __init__(self) -> None:
         raise TypeError("use Kernel.prepare(grid, block, *args)")
@@ -655,11 +659,10 @@ class LaunchPlan(_impl.PlanCore):
         self._leases = (self._kernel._lease(), *(a._lease() for a in held))
         maps = (a._mapped() for a in args if isinstance(a, MapsMemory))
         self._used = (*(a for a in held if isinstance(a, DeviceMemory)), *filter(None, maps))
-        k = self._kernel
-        grid = (self._gx, self._gy, self._gz)
-        block = (self._bx, self._by, self._bz)
+        self._spaces = sp = virtual_spaces(args)
+        k, grid, block = self._kernel, self.grid, self.block
         attrs = self._config._c_attributes() if self._config is not None else b""
-        self._core_set(k, k._key, grid, block, self._shmem, self._params, self._used, attrs)
+        self._core_set(k, k._key, grid, block, self._shmem, self._params, self._used, attrs, sp)
 
     def launch(self, stream: StreamLike) -> None:
         """Launch on ``stream`` (``cuLaunchKernel``) with the packed arguments.
@@ -672,12 +675,15 @@ class LaunchPlan(_impl.PlanCore):
         Raises
         ------
         ClosedError
-            The kernel, its module or the stream is closed.
+            The kernel, its module or the stream is closed, or a
+            :class:`~cudriver.VirtualBuffer` argument is offloaded.
         """
         if GUARD.armed:
             GUARD.check()
         if self._kernel._h is None:
             self._kernel._raise_closed()
+        if self._spaces:
+            refuse_offloaded(self._spaces)
         k = self._kernel
         pins = pin2(k._module, stream)
         try:

@@ -41,7 +41,7 @@ from ._copy import (
 from ._handle import Lease, pinned
 from ._init import init
 from ._ordered import LEGACY as _LEGACY
-from ._ordered import free_async as _free_async
+from ._ordered import FreeAsync
 from .device import (
     Context,
     Device,
@@ -204,7 +204,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
                 used_on: set[int] = set()
                 self._init_handle(
                     r[1],
-                    release=functools.partial(_free_async, ctx_h, st, used_on),
+                    release=FreeAsync(ctx_h, st, used_on),
                     func="cuMemFreeAsync",
                     keep=(st, ctx) if pool is None else (st, ctx, pool),
                     used_on=used_on,

@@ -85,6 +85,9 @@ class _Destroy:
     """
 
     __slots__ = ("last", "lock", "state", "streams")
+    # It synchronises streams: never run beside an open capture (_handle), which the
+    # synchronize of a stream that began capturing after the note would break.
+    waits_for_device = True
 
     def __init__(self) -> None:
         self.last: Any = None  # the stream state noted last: the common case is one
