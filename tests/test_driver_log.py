@@ -261,9 +261,10 @@ def test_an_offloaded_virtual_argument_is_refused_before_a_prepared_launch() -> 
 
 # -- on the GPU -----------------------------------------------------------------------
 
+# Indented as the bodies are (run_isolated dedents the whole script).
 NEEDS_LOG = """
-if cu.driver_version() < (12, 9):
-    print("the driver has no error log"); print("OK"); sys.exit(0)
+        if cu.driver_version() < (12, 9):
+            print("the driver has no error log"); print("OK"); sys.exit(0)
 """
 
 
