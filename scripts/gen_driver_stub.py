@@ -1,4 +1,4 @@
-"""Generate ``src/cudriver/driver.pyi``, the type stub of the checked mirror ``cudriver.driver``.
+"""Generate the type stubs of the two faces of the driver mirror (driver.pyi, compat/driver.pyi).
 
 The mirror exposes every public name of the installed ``cuda.bindings.driver``: each
 ``cu*`` function wrapped by ``cudriver.checked`` (it returns its outputs: None, the one
@@ -22,8 +22,11 @@ do; enum parameters take the enum (some calls read the member's ``.value``).
 
 Usage::
 
-    python scripts/gen_driver_stub.py           # write src/cudriver/driver.pyi
-    python scripts/gen_driver_stub.py --check   # exit 1 if the stub is not up to date
+    python scripts/gen_driver_stub.py           # write both stubs
+    python scripts/gen_driver_stub.py --check   # exit 1 if a stub is not up to date
+
+The ``compat`` face (``cudriver.compat.driver``, ``src/cudriver/compat/driver.pyi``) has
+the same names and parameters; its functions return ``tuple[CUresult, *outputs]``.
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 STUB = ROOT / "src" / "cudriver" / "driver.pyi"
+COMPAT_STUB = ROOT / "src" / "cudriver" / "compat" / "driver.pyi"
+# The two faces of the driver mirror: their module and stub. ``checked`` functions return
+# their outputs; ``compat`` ones return the bindings' ``(CUresult, *outputs)`` tuple.
+FACES = {"checked": ("cudriver.driver", STUB), "compat": ("cudriver.compat.driver", COMPAT_STUB)}
 VERSION_PREFIX = "# Generated from cuda-bindings "
 LINE = 100  # the repository's line length (the stub itself is left out of ruff)
 
@@ -342,29 +349,45 @@ def bindings_version() -> str:
     return str(cuda.bindings.__version__)
 
 
-def generate() -> str:
-    """The stub's text for the installed bindings and the current ``cudriver.driver``."""
+def generate(face: str = "checked") -> str:
+    """The stub's text for the installed bindings and the mirror module of ``face``."""
+    import importlib
+
     from cuda.bindings import driver as raw
 
+    module_name, _ = FACES[face]
     sys.path.insert(0, str(ROOT / "src"))
     try:
-        from cudriver import driver as mirror
+        mirror = importlib.import_module(module_name)
     finally:
         sys.path.remove(str(ROOT / "src"))
     b = Bindings(raw, vars(mirror)["_SPECIAL"], mirror.__all__)
     typer = Typer(b)
     version = bindings_version()
+    if face == "checked":
+        head = [
+            f'"""Type stub of ``{module_name}``, the checked mirror of ``cuda.bindings.driver``.',
+            "",
+            "Each ``cu*`` function returns its outputs (None, the single output, or a tuple of",
+            "them) and raises ``cudriver.CudaError`` on failure; classes, enums and constants are",
+            "the bindings' own. See docs/typed-mirror.md.",
+            '"""',
+        ]
+    else:
+        head = [
+            f'"""Type stub of ``{module_name}``: ``cuda.bindings.driver`` whose failures raise.',
+            "",
+            "Each ``cu*`` function returns the bindings' ``(CUresult, *outputs)`` tuple and raises",
+            "``cudriver.CudaError`` on failure; classes, enums and constants are the bindings'",
+            "own. See docs/from-cuda-python.md.",
+            '"""',
+        ]
     lines = [
-        '"""Type stub of ``cudriver.driver``, the checked mirror of ``cuda.bindings.driver``.',
-        "",
-        "Each ``cu*`` function returns its outputs (None, the single output, or a tuple of",
-        "them) and raises ``cudriver.CudaError`` on failure; classes, enums and constants are",
-        "the bindings' own. See docs/typed-mirror.md.",
-        '"""',
+        *head,
         "",
         f"{VERSION_PREFIX}{version} by scripts/gen_driver_stub.py: do not edit.",
         "# Regenerate with `python scripts/gen_driver_stub.py` after changing the installed",
-        "# cuda-bindings or cudriver/driver.py; `--check` says whether this file is up to date.",
+        "# cuda-bindings or the mirror; `--check` says whether this file is up to date.",
         "",
         "__all__ = [" + ", ".join(f'"{n}"' for n in sorted(mirror.__all__)) + "]",
         "",
@@ -377,7 +400,13 @@ def generate() -> str:
     lines.append("")
     functions: dict[str, str] = {}
     for n, fn in b.wrapped.items():
-        ret = "NoReturn" if n in REFUSED else _returns(_outputs(n, fn, typer))
+        outputs = _outputs(n, fn, typer)
+        if n in REFUSED:
+            ret = "NoReturn"
+        elif face == "checked":
+            ret = _returns(outputs)
+        else:
+            ret = f"tuple[{', '.join(['CUresult', *outputs])}]"
         functions[n] = _def(n, _params(n, fn, typer), ret)
     for n, fn in b.plain.items():
         entries = _entries(_sections(fn.__doc__ or "").get("Returns", []))
@@ -408,13 +437,13 @@ def major_minor(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version)[:2])
 
 
-def check(path: Path = STUB) -> list[str]:
+def check(path: Path = STUB, face: str = "checked") -> list[str]:
     """The differences between the committed stub and a fresh one (empty when up to date).
 
     The version line is compared up to major.minor: a patch release of the bindings with
     the same functions needs no regeneration.
     """
-    new = generate()
+    new = generate(face)
     old = path.read_text() if path.exists() else ""
     old_version, new_version = _version_of(old), _version_of(new)
 
@@ -429,26 +458,36 @@ def check(path: Path = STUB) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Write the stub, or with ``--check`` say whether it is up to date (exit status 1 if not)."""
+    """Write the stubs, or with ``--check`` say whether they are up to date (1 if not)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--check", action="store_true", help="exit 1 if the stub differs from a fresh one"
+        "--check", action="store_true", help="exit 1 if a stub differs from a fresh one"
     )
-    parser.add_argument("--output", type=Path, default=STUB, help="the stub's path")
+    parser.add_argument(
+        "--face", choices=sorted(FACES), help="only this face's stub (default: both)"
+    )
+    parser.add_argument("--output", type=Path, help="the stub's path (with --face)")
     args = parser.parse_args(argv)
-    shown = args.output.resolve()
-    shown = shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else shown
-    if args.check:
-        diff = check(args.output)
-        if diff:
-            print("\n".join(diff[:200]))
-            print(f"{shown} is out of date: run python scripts/gen_driver_stub.py")
-            return 1
-        print(f"{shown} is up to date")
-        return 0
-    args.output.write_text(generate())
-    print(f"wrote {shown} (cuda-bindings {bindings_version()})")
-    return 0
+    if args.output is not None and args.face is None:
+        parser.error("--output needs --face")
+    faces = [args.face] if args.face else list(FACES)
+    status = 0
+    for face in faces:
+        path = args.output if args.output is not None else FACES[face][1]
+        shown = path.resolve()
+        shown = shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else shown
+        if args.check:
+            diff = check(path, face)
+            if diff:
+                print("\n".join(diff[:200]))
+                print(f"{shown} is out of date: run python scripts/gen_driver_stub.py")
+                status = 1
+            else:
+                print(f"{shown} is up to date")
+            continue
+        path.write_text(generate(face))
+        print(f"wrote {shown} (cuda-bindings {bindings_version()})")
+    return status
 
 
 if __name__ == "__main__":

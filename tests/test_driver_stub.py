@@ -21,6 +21,7 @@ SRC = ROOT / "src"
 TYPING = Path(__file__).resolve().parent / "typing"
 GOOD = TYPING / "good_driver_use.py"
 BAD = TYPING / "bad_driver_use.py"
+COMPAT = TYPING / "good_compat_use.py"
 GENERATOR = ROOT / "scripts" / "gen_driver_stub.py"
 ERROR = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: (?P<msg>.*?)  \[(?P<code>[\w-]+)\]$")
 
@@ -67,8 +68,8 @@ def _mypy(files: list[Path], cache: Path) -> tuple[str, int]:
 @pytest.fixture(scope="module")
 def use_errors(mypy_cache: Path) -> dict[str, list[tuple[int, str, str]]]:
     """mypy's errors on the good and the bad file: file name -> (line, code, message)."""
-    out, _ = _mypy([GOOD, BAD], mypy_cache)
-    errors: dict[str, list[tuple[int, str, str]]] = {GOOD.name: [], BAD.name: []}
+    out, _ = _mypy([GOOD, BAD, COMPAT], mypy_cache)
+    errors: dict[str, list[tuple[int, str, str]]] = {GOOD.name: [], BAD.name: [], COMPAT.name: []}
     for line in out.splitlines():
         m = ERROR.match(line)
         if m is not None:
@@ -81,7 +82,8 @@ def use_errors(mypy_cache: Path) -> dict[str, list[tuple[int, str, str]]]:
 
 def test_good_use_passes_mypy_strict(use_errors: dict[str, list[tuple[int, str, str]]]) -> None:
     assert use_errors[GOOD.name] == []
-    assert set(use_errors) == {GOOD.name, BAD.name}
+    assert use_errors[COMPAT.name] == []
+    assert set(use_errors) == {GOOD.name, BAD.name, COMPAT.name}
 
 
 def test_bad_use_fails_where_marked(use_errors: dict[str, list[tuple[int, str, str]]]) -> None:
@@ -116,6 +118,18 @@ def test_stub_matches_the_installed_bindings() -> None:
     diff = gen.check()
     assert diff == [], "\n".join(
         ["driver.pyi is out of date: run python scripts/gen_driver_stub.py", *diff[:60]]
+    )
+
+
+def test_compat_stub_matches_the_installed_bindings() -> None:
+    gen = _load_generator()
+    stub, installed = gen.stub_version(gen.COMPAT_STUB), gen.bindings_version()
+    assert stub is not None, "compat/driver.pyi has no version line: regenerate it"
+    if gen.major_minor(stub) != gen.major_minor(installed):
+        pytest.skip(f"compat/driver.pyi is from cuda-bindings {stub}, {installed} is installed")
+    diff = gen.check(gen.COMPAT_STUB, "compat")
+    assert diff == [], "\n".join(
+        ["compat/driver.pyi is out of date: run python scripts/gen_driver_stub.py", *diff[:60]]
     )
 
 

@@ -37,7 +37,6 @@ the driver inside a host function or in a forked child.
 from __future__ import annotations
 
 import ctypes
-import threading
 from typing import Any
 
 from cuda.bindings import driver as _raw
@@ -45,12 +44,11 @@ from cuda.bindings import driver as _raw
 from . import _bindings, _hostfn
 from ._coerce import raw_stream_handle
 from ._handle import Handle
+from ._mirror import Mirror
 from .errors import GUARD, NotSupportedError, checked, error_for
 
 __all__ = ["cuLaunchHostFunc"]
 
-_cache: dict[str, Any] = {}
-_lock = threading.Lock()
 _cuStreamGetCtx = checked(_raw.cuStreamGetCtx)
 _cuCtxGetCurrent = checked(_raw.cuCtxGetCurrent)
 # The base class of ctypes function pointers (CFUNCTYPE instances); not public in ctypes.
@@ -119,29 +117,12 @@ _SPECIAL: dict[str, Any] = {
     "cuLaunchHostFunc_v2": _refuse_v2,
 }
 
+_MIRROR = Mirror(_raw, "cudriver.driver", "cu", "checked", special=_SPECIAL)
+
 
 def __getattr__(name: str) -> Any:
-    fn = _cache.get(name)
-    if fn is not None:
-        return fn
-    special = _SPECIAL.get(name)
-    if special is not None:
-        return special
-    try:
-        obj = getattr(_raw, name)
-    except AttributeError:
-        raise AttributeError(
-            f"module 'cudriver.driver' has no attribute {name!r} "
-            "(cuda.bindings.driver has none either)"
-        ) from None
-    if name.startswith("cu") and callable(obj) and not isinstance(obj, type):
-        with _lock:
-            fn = _cache.get(name)
-            if fn is None:
-                fn = _cache[name] = checked(obj, name=name)
-        return fn
-    return obj
+    return _MIRROR.attr(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(dir(_raw)) | {"__doc__", "__name__"})
+    return _MIRROR.names()

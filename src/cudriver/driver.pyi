@@ -7,7 +7,7 @@ the bindings' own. See docs/typed-mirror.md.
 
 # Generated from cuda-bindings 13.5.0 by scripts/gen_driver_stub.py: do not edit.
 # Regenerate with `python scripts/gen_driver_stub.py` after changing the installed
-# cuda-bindings or cudriver/driver.py; `--check` says whether this file is up to date.
+# cuda-bindings or the mirror; `--check` says whether this file is up to date.
 
 __all__ = ["cuLaunchHostFunc"]
 

@@ -150,7 +150,11 @@ class CudaError(RuntimeError):
         if not state:
             return
         self.__dict__.update(state)
-        if "code" in state:
+        if state.get("api") == "runtime":  # a cudaError_t (cudriver.compat.runtime)
+            from cuda.bindings import runtime
+
+            self.code = runtime.cudaError_t(state["code"])
+        elif "code" in state:
             self.code = _as_result(state["code"])
 
 
