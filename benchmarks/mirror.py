@@ -37,8 +37,9 @@ def per_call_ns(fn: Callable[[], Any], calls: int, repeats: int) -> float:
 
 
 def measure(calls: int, repeats: int, device: int) -> dict[str, list[float]]:
-    from cudriver import driver as checked
-    from cudriver.compat import driver as compat
+    import cudriver
+
+    checked, compat = cudriver.driver, cudriver.compat.driver
 
     checked.cuInit(0)
     ctx = checked.cuDevicePrimaryCtxRetain(checked.cuDeviceGet(device))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from . import _bindings, _impl, aio, checkpoint, driver, nccl
+from . import _bindings, _impl, aio, checkpoint, compat, driver, nccl
 from ._bindings import log_driver_messages
 from ._coerce import StreamLike, SupportsCudaStream
 from ._compile_cache import clear_compile_cache, compile_cache_info
@@ -123,6 +123,7 @@ __all__ = [
     "aio",
     "nccl",
     "checkpoint",
+    "compat",
     "driver_version",
     "init",
     "is_initialized",
