@@ -198,3 +198,24 @@ def test_failures_injected_into_a_raw_program_raise_and_answers_return() -> None
     out = _run(_raw_programs.COMPAT_IMPORTS + _raw_programs.HELPERS + _raw_programs.FAILURES)
     print(out)
     assert out.rstrip().endswith("OK")
+
+
+def test_a_successful_cuinit_through_a_mirror_disarms_the_call_guard(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cudriver.errors import GUARD
+
+    raw = types.ModuleType("fake_driver")
+    raw.CUresult = R  # type: ignore[attr-defined]
+    raw.cuInit = lambda flags: (R.CUDA_SUCCESS,)  # type: ignore[attr-defined]
+    raw.cuFail = lambda: (R.CUDA_ERROR_NOT_INITIALIZED,)  # type: ignore[attr-defined]
+    inits: list[int] = []
+    monkeypatch.setattr(GUARD, "initialized", False)
+    monkeypatch.setattr(type(GUARD), "initialize", lambda self: inits.append(1))
+    for face in ("compat", "checked"):
+        m = _mirror.Mirror(raw, "test", "cu", face)
+        result = m.attr("cuInit")(0)
+        assert result == ((R.CUDA_SUCCESS,) if face == "compat" else None)
+        with pytest.raises(cu.NotInitializedError):
+            m.attr("cuFail")()
+    assert inits == [1, 1]  # the guard initialised after each successful cuInit

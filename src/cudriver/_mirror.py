@@ -218,8 +218,22 @@ class Mirror:
     def wrap(self, name: str, fn: Callable[..., tuple[Any, ...]]) -> Any:
         """The face's wrapper of the bindings function ``fn``."""
         if self.face == "checked":
-            return checked(fn, name=name)
-        return _compat(self.raw, fn, name, self.fail, self.guard)
+            wrapped = checked(fn, name=name)
+        else:
+            wrapped = _compat(self.raw, fn, name, self.fail, self.guard)
+        if name != "cuInit" or not self.guard:
+            return wrapped
+
+        def init(*args: Any, **kwargs: Any) -> Any:
+            # The program's own cuInit: once it succeeded, the call guard knows the
+            # driver is initialised and stops looking closer at every call.
+            r = wrapped(*args, **kwargs)
+            if not GUARD.initialized:
+                GUARD.initialize()
+            return r
+
+        functools.update_wrapper(init, fn)
+        return init
 
     def attr(self, name: str) -> Any:
         """The mirror's ``name``: a wrapped function, a special one, or the bindings' object."""
