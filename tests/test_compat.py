@@ -219,3 +219,41 @@ def test_a_successful_cuinit_through_a_mirror_disarms_the_call_guard(
         with pytest.raises(cu.NotInitializedError):
             m.attr("cuFail")()
     assert inits == [1, 1]  # the guard initialised after each successful cuInit
+
+
+def test_the_runtime_host_function_is_the_safe_one() -> None:
+    assert compat_runtime.cudaLaunchHostFunc.__module__ == "cudriver.compat.runtime"
+    with pytest.raises(cu.NotSupportedError, match="cudaLaunchHostFunc_v2"):
+        compat_runtime.cudaLaunchHostFunc_v2(None, None, None)
+    with pytest.raises(TypeError, match="fn must be"):
+        compat_runtime.cudaLaunchHostFunc(0, "not a function", None)
+
+
+@pytest.mark.gpu
+def test_a_captured_runtime_host_function_replays() -> None:
+    # The bindings' cudaLaunchHostFunc frees its callback data after the first call: a
+    # captured one crashed (or ran freed memory) on the graph's second replay.
+    out = _run(
+        """
+import ctypes
+from cudriver.compat import runtime as cudart
+check = lambda r: r[1:] if len(r) > 2 else (r[1] if len(r) == 2 else None)
+ran = []
+CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+cb = CB(lambda data: ran.append(data))
+check(cudart.cudaFree(0))
+stream = check(cudart.cudaStreamCreate())
+mode = cudart.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal
+check(cudart.cudaStreamBeginCapture(stream, mode))
+check(cudart.cudaLaunchHostFunc(stream, cb, 42))
+check(cudart.cudaLaunchHostFunc(stream, lambda data: ran.append(("py", data)), 7))
+graph = check(cudart.cudaStreamEndCapture(stream))
+exe = check(cudart.cudaGraphInstantiate(graph, 0))
+for _ in range(5):
+    check(cudart.cudaGraphLaunch(exe, stream))
+check(cudart.cudaStreamSynchronize(stream))
+assert ran == [42, ("py", 7)] * 5, ran
+print("OK")
+"""
+    )
+    assert out.rstrip().endswith("OK")
