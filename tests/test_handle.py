@@ -240,6 +240,26 @@ def test_a_release_that_waits_for_the_device_is_never_drained_beside_a_capture(
     assert pending_releases() == 0
 
 
+def test_a_close_beside_a_capture_defers_a_release_that_waits_for_the_device(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An explicit close (no pin, no collection) while another thread's capture is open:
+    # a stream-ordered free or a pool's destroy would be captured, or break the capture.
+    log: list[int] = []
+    t = Thing(0x1F, log)
+    t._state.release = WaitingRelease(log)
+    plain = Thing(0x20, log)
+    monkeypatch.setattr(cu.errors.GUARD, "open", {8})
+    t.close()
+    plain.close()  # an ordinary release still runs at once
+    assert log == [0x20]
+    assert pending_releases() == 1
+    monkeypatch.undo()
+    settle()
+    assert log == [0x20, 0x1F]
+    assert pending_releases() == 0
+
+
 def test_borrowed_never_releases() -> None:
     log: list[int] = []
     t = Thing(0x14, log, owned=False)
