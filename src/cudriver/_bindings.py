@@ -24,9 +24,9 @@ bindings free their callback wrapper after the first call, so a host node would 
 freed memory on its second replay) and ``cuGraphExecUpdate`` (the bindings drop the
 result info when the update fails).
 
-And it reads the driver's error log (``cuLogsDumpToMemory``, CUDA 12.9+ drivers), which
-the bindings cannot reach on a driver older than themselves: they ask the driver for
-each entry point with their own version, which an older driver refuses.
+And it reads the driver's error log (``cuLogsDumpToMemory``, CUDA 12.9+ drivers), whose
+entry points the bindings did not find (cuda-bindings 12.9.10 and 13.3.1 on a CUDA 13.0
+driver, which exports them).
 """
 
 from __future__ import annotations
