@@ -20,7 +20,7 @@ _SUCCESS = (_raw.CUresult.CUDA_SUCCESS,)
 
 
 def cuLaunchHostFunc(hStream: Any, fn: Any, userData: Any) -> tuple[Any, ...]:
-    """``cuLaunchHostFunc``, safe to capture (:func:`cudriver.driver.cuLaunchHostFunc`).
+    """``cuLaunchHostFunc``, safe to capture (``cudriver.driver.cuLaunchHostFunc``).
 
     Returns ``(CUDA_SUCCESS,)``; raises :class:`~cudriver.CudaError` when the driver
     refuses.

@@ -5,7 +5,7 @@ subclass of the driver status of the same meaning (``cudaErrorMemoryAllocation``
 :class:`~cudriver.OutOfMemoryError`), with the ``cudaError_t`` as its ``code``.
 
 ``cudaLaunchHostFunc`` goes through the driver's ``cuLaunchHostFunc``, as
-:func:`cudriver.driver.cuLaunchHostFunc` does it: the bindings' own frees its callback
+``cudriver.driver.cuLaunchHostFunc`` does it: the bindings' own frees its callback
 wrapper after the first call, so a host node captured through it runs freed memory on
 the graph's second replay. ``cudaLaunchHostFunc_v2`` (the same wrapper) is refused.
 """
@@ -32,7 +32,7 @@ def cudaLaunchHostFunc(stream: Any, fn: Any, userData: Any) -> tuple[Any, ...]:
     ``fn`` is a ``cudaHostFn_t``, a ctypes function or an int address, called with
     ``userData`` as in C (keep both alive while any graph holds them), or a Python
     callable, called as ``fn(userData)`` through cudriver's trampoline (see
-    :func:`cudriver.driver.cuLaunchHostFunc`). Returns ``(cudaSuccess,)``; a refusal
+    ``cudriver.driver.cuLaunchHostFunc``). Returns ``(cudaSuccess,)``; a refusal
     raises the driver's :class:`~cudriver.CudaError`.
     """
     if isinstance(stream, _raw.cudaStream_t):
