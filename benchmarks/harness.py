@@ -58,8 +58,14 @@ HOST_FUNCS_PER_BATCH = 100
 #: How long the ``spin`` kernel of the busy-await rows runs.
 SPIN_NS = 100_000
 
-PEERS = ("cudriver", "raw", "cuda.core", "cupy")
-PEER_TITLES = {"cudriver": "cudriver", "raw": "raw", "cuda.core": "cuda.core", "cupy": "CuPy"}
+PEERS = ("cudriver", "raw", "cuda.core", "cupy", "c")
+PEER_TITLES = {
+    "cudriver": "cudriver",
+    "raw": "raw",
+    "cuda.core": "cuda.core",
+    "cupy": "CuPy",
+    "c": "C floor",
+}
 
 
 @dataclass(frozen=True)

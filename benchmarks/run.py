@@ -22,6 +22,7 @@ from benchmarks.harness import (
     error_text,
     measure_row,
 )
+from benchmarks.peer_c import CPeer
 from benchmarks.peer_cuda_core import CudaCorePeer
 from benchmarks.peer_cudriver import CudriverPeer
 from benchmarks.peer_cupy import CupyPeer
@@ -94,6 +95,7 @@ def run_benchmarks(
         RawPeer(ordinal),
         CudaCorePeer(ordinal, arch),
         CupyPeer(ordinal),
+        CPeer(ordinal),
     ]
     states: dict[str, str | None] = {}
     env = environment(ordinal)

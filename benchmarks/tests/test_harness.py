@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import ctypes
 import gc
 import json
 import subprocess
@@ -460,3 +461,33 @@ def test_only_selected_operations(tmp_path: Path) -> None:
     assert doc["settings"]["repeats"] == 2
     graph = doc["rows"][1]
     assert graph["targets"] == [{"text": "eager/graph >= 5", "result": "n/a"}]
+
+
+# -- the C floor -----------------------------------------------------------------------------
+
+
+def test_the_c_floor_helper_compiles_with_every_timing_function(tmp_path: Path) -> None:
+    from benchmarks import peer_c
+
+    if peer_c.compiler() is None:
+        pytest.skip("no C compiler on this machine")
+    dll = peer_c.build(str(tmp_path))
+    for name in peer_c.SIGNATURES:
+        assert getattr(dll, name).restype is ctypes.c_double
+    # A timed call that fails returns minus its status, which the bench raises.
+    fail = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(lambda _a: 3)
+    addr = ctypes.cast(fail, ctypes.c_void_p).value
+    assert dll.t_p(addr, None, 5) == -3.0
+    ok = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(lambda _a: 0)
+    assert dll.t_p(ctypes.cast(ok, ctypes.c_void_p).value, None, 100) > 0
+
+
+def test_the_c_floor_without_a_compiler_is_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import peer_c
+
+    monkeypatch.setattr(peer_c, "compiler", lambda: None)
+    with pytest.raises(harness.Unavailable, match="no C compiler"):
+        peer_c.build(str(tmp_path))
+    assert peer_c.CPeer.name in PEERS
