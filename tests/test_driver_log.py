@@ -541,3 +541,31 @@ def test_a_release_waiting_for_a_python_host_function_completes() -> None:
         print("OK")
         """
     )
+
+
+def test_a_handler_that_raises_does_not_stop_the_forwarding(fake: FakeLog) -> None:
+    seen: list[str] = []
+
+    class Flaky(logging.Handler):
+        def handle(self, record: logging.LogRecord) -> bool:
+            seen.append(record.getMessage())
+            if len(seen) == 1:
+                raise RuntimeError("a broken handler")
+            return True
+
+    logger = logging.getLogger("cudriver.driver")
+    handler = Flaky()
+    logger.addHandler(handler)
+    try:
+        cu.log_driver_messages(interval=0.005)
+        fake.add("first", level="W")
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.005)
+        fake.add("second", level="W")
+        while len(seen) < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        cu.log_driver_messages(False)
+    finally:
+        logger.removeHandler(handler)
+    assert seen[:2] == ["first", "second"]

@@ -620,7 +620,10 @@ class DriverLog:
             done = stop.wait(interval)
             with self.lock:
                 new = self.read()
-            self._forward(new)
+            try:
+                self._forward(new)
+            except Exception:  # a handler that raises: keep forwarding the next lines
+                pass
             if done:
                 return
 
