@@ -610,3 +610,16 @@ def test_a_handler_that_raises_does_not_stop_the_forwarding(fake: FakeLog) -> No
     finally:
         logger.removeHandler(handler)
     assert seen[:2] == ["first", "second"]
+
+
+def test_an_error_keeps_its_reasons_among_many_lines_of_other_threads(fake: FakeLog) -> None:
+    fake.add("first reason")
+    for i in range(40):
+        fake.add(f"another thread's line {i}", thread=999)
+    fake.add("second reason")
+    fake.add("Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuMemcpyHtoD_v2")
+    assert make_error(1, "cuMemcpyHtoD").driver_log == (
+        "first reason",
+        "second reason",
+        "Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuMemcpyHtoD_v2",
+    )

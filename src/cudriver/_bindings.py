@@ -594,11 +594,11 @@ class DriverLog:
             taken: list[int] = []
             if end >= 0:
                 taken.append(end)
-                for i in range(end - 1, max(end - 17, -1), -1):
+                for i in range(end - 1, -1, -1):  # back to its previous failure, 16 at most
                     e = rec[i]
                     if e.thread != tid:
                         continue
-                    if _RETURNING.match(e.text):
+                    if _RETURNING.match(e.text) or len(taken) > 16:
                         break
                     taken.append(i)
             lines = tuple(rec[i].text for i in reversed(taken))
