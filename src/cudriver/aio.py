@@ -29,6 +29,7 @@ import functools
 import os
 import sys
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Generator
@@ -343,10 +344,14 @@ class Notifier:
         while True:
             if self._reader:  # the loop takes the posts: sweep only
                 n = 0
-                self._tick.wait(SWEEP_SECONDS)
+                waited = not self._tick.wait(SWEEP_SECONDS)
                 self._tick.clear()
             else:
+                t0 = time.monotonic()
                 n = api.take(sem, SWEEP_SECONDS)
+                # A wake whose post the loop's reader took first is not a quiet period
+                # (half the period: a timed wait may end a little early).
+                waited = n == 0 and time.monotonic() - t0 >= SWEEP_SECONDS / 2
             dropped: list[_Item] = []
             with self._lock:
                 self._consumed += n
@@ -356,7 +361,7 @@ class Notifier:
                     dropped = self._close_locked()
                     self._reader = False  # its selector is gone: the waiter takes the posts
                 schedule = False
-                quiet, seen = self._consumed == seen, self._consumed
+                quiet, seen = waited and self._consumed == seen, self._consumed
                 if not self._closing and self._pending:
                     if quiet:  # no post for a whole period: check every pending future
                         self._sweep = True
