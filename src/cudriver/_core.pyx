@@ -152,7 +152,7 @@ cdef int _load() except -1:
 
 # -- what the core needs from the Python modules (set by configure()) ---------------------
 cdef bint _ready = False
-cdef object _GUARD = None          # errors.GUARD
+cdef GuardCore _GUARD = None       # errors.GUARD (its fields are C fields: see GuardCore)
 cdef object _error_for = None      # errors.error_for
 cdef object _CUresult = None       # cuda.bindings.driver.CUresult
 cdef object _drv = None            # cuda.bindings.driver
@@ -163,7 +163,7 @@ cdef object _collected = None      # _handle._collected
 cdef object _unpinned = None       # _handle.unpinned
 cdef object _wake = None           # _handle.wake (the releasing thread)
 cdef object _settle = None         # _handle.settle
-cdef object _REAPING = None        # _handle._reaping (held during the thread's pass)
+cdef object _REAPING = None        # _handle._reaping.locked (the lock is held during the thread's pass)
 cdef dict _PENDING = None          # _hostfn.PENDING
 cdef object _after_sync = None     # _hostfn.after_sync
 cdef object _after_event_sync = None  # _hostfn.after_event_sync
@@ -199,7 +199,7 @@ def configure():
     _LaunchConfig = launch.LaunchConfig
     _drv = drv
     _CUresult = drv.CUresult
-    _GUARD = errors.GUARD
+    _GUARD = <GuardCore?>errors.GUARD
     _error_for = errors.error_for
     _ACTIVE = capture.ACTIVE
     _DEFERRED = _handle.deferred
@@ -208,7 +208,7 @@ def configure():
     _unpinned = _handle.unpinned
     _wake = _handle.wake
     _settle = _handle.settle
-    _REAPING = _handle._reaping
+    _REAPING = _handle._reaping.locked
     _PENDING = _hostfn.PENDING
     _after_sync = _hostfn.after_sync
     _after_event_sync = _hostfn.after_event_sync
@@ -232,6 +232,22 @@ def configure():
     _ready = True
 
 
+cdef class GuardCore:
+    """The fields of :class:`cudriver.errors.CallGuard` as C fields.
+
+    The hot paths test them on every call: a C field costs a load where an instance
+    attribute costs a dictionary lookup. The Python class adds the methods.
+    """
+
+    cdef public bint armed
+    cdef public bint initialized
+    cdef public bint forked
+    cdef public int running
+    cdef public object captures
+    cdef public object restrictive
+    cdef public object open
+
+
 cdef object _error(CUresult status, str name):
     """The exception for ``status`` from driver function ``name`` (as pure mode builds it)."""
     try:
@@ -247,9 +263,12 @@ cdef inline bint _fast() except -1:
 
     The guard is armed while any thread runs a host function; only that thread is
     refused (its C flag), so other threads keep the compiled paths meanwhile."""
-    if not _ready or cudriver_in_hostfn:
+    if not _ready:
         return False
-    if _GUARD.armed and (_GUARD.forked or not _GUARD.initialized):
+    # Armed whenever a host function runs on any thread (its count is raised, with the
+    # GIL held, before the thread's flag is set): the thread-local flag, which costs a
+    # call in a shared library, is read only then.
+    if _GUARD.armed and (cudriver_in_hostfn or _GUARD.forked or not _GUARD.initialized):
         return False
     if not _loaded:
         _load()
@@ -362,7 +381,7 @@ cdef class StreamCore(HandleRoot):
         _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuStreamSynchronize")
-        if _DEFERRED or _REAPING.locked():
+        if _DEFERRED or _REAPING():
             _settle()
         if _PENDING:
             _after_sync(self._key)
@@ -628,9 +647,9 @@ cdef void _run_record(uintptr_t key) noexcept with gil:
         # The guard: this thread's C flag (the compiled paths) and the process-wide
         # count that arms the pure paths' check. Only C code changes the count in
         # compiled mode, always with the GIL held, so it needs no lock.
-        cudriver_in_hostfn = 1
         _GUARD.running += 1
         _GUARD.armed = True
+        cudriver_in_hostfn = 1
         try:
             if kwargs:
                 fn(*args, **kwargs)
@@ -731,7 +750,7 @@ cdef class EventCore(HandleRoot):
         _unpin(pin)
         if st != SUCCESS:
             raise _error(st, "cuEventSynchronize")
-        if _DEFERRED or _REAPING.locked():
+        if _DEFERRED or _REAPING():
             _settle()
         if _PENDING and self._recorded_on:
             _after_event_sync(self._recorded_on)

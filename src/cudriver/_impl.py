@@ -35,6 +35,7 @@ __all__ = [
     "KernelCore",
     "PlanCore",
     "BufferCore",
+    "GuardCore",
     "base",
     "adopt",
 ]
@@ -94,6 +95,12 @@ class _PureEventCore(_PureHandleRoot):
     __slots__ = ("_recorded_on",)
 
 
+class _PureGuardCore:
+    """The pure-Python stand-in for ``GuardCore``: the call guard's fields."""
+
+    __slots__ = ("armed", "captures", "forked", "initialized", "open", "restrictive", "running")
+
+
 class _PureBase:
     """The pure-Python stand-in for a core base: no fields, no methods."""
 
@@ -117,6 +124,7 @@ def base(name: str) -> type:
             "BufferCore": _PureBufferCore,
             "GraphExecCore": _PureGraphExecCore,
             "EventCore": _PureEventCore,
+            "GuardCore": _PureGuardCore,
         }
         return pure.get(name, _PureBase)
     cls: type = getattr(core, name)
@@ -131,6 +139,7 @@ if TYPE_CHECKING:
     KernelCore = _PureBase
     PlanCore = _PurePlanCore
     BufferCore = _PureBufferCore
+    GuardCore = _PureGuardCore
 else:
     HandleRoot = core.HandleRoot if COMPILED else _PureHandleRoot
     StreamCore = base("StreamCore")
@@ -139,6 +148,7 @@ else:
     KernelCore = base("KernelCore")
     PlanCore = base("PlanCore")
     BufferCore = base("BufferCore")
+    GuardCore = base("GuardCore")
 
 
 def adopt(cls: type, *names: str) -> None:

@@ -22,6 +22,8 @@ from typing import Any, Protocol, TypeVar
 
 from cuda.bindings import driver as _drv
 
+from ._impl import GuardCore
+
 __all__ = [
     "CudaError",
     "CudaWarning",
@@ -440,7 +442,7 @@ def _describe(code: int) -> tuple[str, str]:
     return name, desc
 
 
-class CallGuard:
+class CallGuard(GuardCore):
     """Whether cudriver may call the driver now, and what must happen first.
 
     :attr:`armed` is the one flag the hot paths test (``if GUARD.armed:
@@ -461,18 +463,8 @@ class CallGuard:
     thread; see :func:`capturing_on_this_thread`).
     """
 
-    __slots__ = (
-        "_local",
-        "_lock",
-        "armed",
-        "c_inside",
-        "captures",
-        "forked",
-        "initialized",
-        "open",
-        "restrictive",
-        "running",
-    )
+    # The fields the hot paths test are the base's (C fields with the compiled core).
+    __slots__ = ("_local", "_lock", "c_inside")
 
     def __init__(self) -> None:
         self.armed = True  # until the driver is initialised
