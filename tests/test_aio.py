@@ -352,6 +352,107 @@ def test_cancelled_futures_leave_at_once_and_their_posts_are_harmless(fake: Fake
     assert retired(n)
 
 
+def test_the_loop_polls_a_pending_future_before_its_post(
+    fake: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The work ends; its post comes much later (the driver's thread is slow to wake):
+    # the loop's polling resolves the future meanwhile, and the late post only counts.
+    monkeypatch.setattr(aio, "SPIN_SECONDS", 30.0)
+    monkeypatch.setattr(aio, "SWEEP_SECONDS", 60.0)  # no sweep helps
+
+    async def main() -> aio.Notifier:
+        loop = asyncio.get_running_loop()
+        n = aio.notifier_for(loop)
+        fut = fake.watch(n, loop, 1)
+        n.spin(loop)
+        await asyncio.sleep(0.01)
+        assert not fut.done() and n._polling
+        fake.status[1] = SUCCESS  # no post yet
+        assert await asyncio.wait_for(fut, 5) is None
+        assert n._credit == -1 and not n._pending
+        await asyncio.sleep(0.01)
+        assert not n._polling  # nothing is pending: the polling stopped
+        fake.post(n)
+        await all_posts_taken(n)
+        assert n._credit == 0
+        aio.shutdown()  # the waiter sweeps only once a minute here: stop it now
+        return n
+
+    n = run(main())
+    assert retired(n)
+
+
+def test_polling_stops_when_the_spin_ends(fake: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(aio, "SPIN_SECONDS", 0.02)
+    monkeypatch.setattr(aio, "SWEEP_SECONDS", 60.0)
+
+    async def main() -> aio.Notifier:
+        loop = asyncio.get_running_loop()
+        n = aio.notifier_for(loop)
+        fut = fake.watch(n, loop, 1)
+        n.spin(loop)
+        n.spin(loop)  # a second await while polling extends it; one poller runs
+        deadline = time.monotonic() + 5
+        while n._polling:
+            assert time.monotonic() < deadline, "the polling never stopped"
+            await asyncio.sleep(0.005)
+        queries = fake.queries
+        await asyncio.sleep(0.05)
+        assert fake.queries == queries  # no query once the spin ended
+        assert not fut.done()
+        fake.complete(n, 1)  # the post resolves it, as without polling
+        assert await asyncio.wait_for(fut, 5) is None
+        aio.shutdown()  # the waiter sweeps only once a minute here: stop it now
+        return n
+
+    n = run(main())
+    assert retired(n)
+
+
+def test_no_polling_when_the_spin_is_zero(fake: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(aio, "SPIN_SECONDS", 0)
+    monkeypatch.setattr(aio, "SWEEP_SECONDS", 60.0)
+
+    async def main() -> aio.Notifier:
+        loop = asyncio.get_running_loop()
+        n = aio.notifier_for(loop)
+        fut = fake.watch(n, loop, 1)
+        n.spin(loop)
+        fake.status[1] = SUCCESS  # done, but without a post nothing looks
+        await asyncio.sleep(0.05)
+        assert not fut.done() and not n._polling and fake.queries == 0
+        fake.post(n)
+        assert await asyncio.wait_for(fut, 5) is None
+        aio.shutdown()  # the waiter sweeps only once a minute here: stop it now
+        return n
+
+    n = run(main())
+    assert retired(n)
+
+
+def test_a_future_cancelled_while_polled(fake: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(aio, "SPIN_SECONDS", 30.0)
+    monkeypatch.setattr(aio, "SWEEP_SECONDS", 60.0)
+
+    async def main() -> aio.Notifier:
+        loop = asyncio.get_running_loop()
+        n = aio.notifier_for(loop)
+        fut = fake.watch(n, loop, 1)
+        n.spin(loop)
+        await asyncio.sleep(0.01)
+        fut.cancel()
+        await asyncio.sleep(0.01)
+        assert not n._pending and not n._polling
+        fake.complete(n, 1)  # its host function runs after all
+        await all_posts_taken(n)
+        assert n._credit == 0
+        aio.shutdown()  # the waiter sweeps only once a minute here: stop it now
+        return n
+
+    n = run(main())
+    assert retired(n)
+
+
 def test_a_failed_enqueue_is_undone(fake: FakeDriver) -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -535,9 +636,16 @@ def zeros(n: int) -> cu.DeviceBuffer:
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("spin", [0.0, aio.SPIN_SECONDS, 30.0], ids=["no-poll", "poll", "long-poll"])
 def test_await_a_stream_after_a_slow_kernel(
-    ctx: cu.Context, stream: cu.Stream, spin_set: cu.Kernel
+    ctx: cu.Context,
+    stream: cu.Stream,
+    spin_set: cu.Kernel,
+    spin: float,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The loop's polling (while the spin lasts) leaves other tasks running.
+    monkeypatch.setattr(aio, "SPIN_SECONDS", spin)
     buf = zeros(1)
 
     async def main() -> int:

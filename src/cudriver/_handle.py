@@ -40,17 +40,16 @@ from __future__ import annotations
 
 import atexit
 import collections
-import functools
 import os
 import sys
 import threading
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Concatenate, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from cuda.bindings import driver as _drv
-from typing_extensions import ParamSpec, Self
+from typing_extensions import Self
 
 from . import _impl
 from ._bindings import SUCCESS
@@ -60,7 +59,6 @@ from .errors import (
     ClosedError,
     CudaWarning,
     capturing_on_this_thread,
-    error_for,
     make_error,
     pickle_refusal,
 )
@@ -73,15 +71,6 @@ __all__ = [
     "deferred",
     "pending_releases",
     "unpinned",
-    "pin",
-    "unpin",
-    "pin_all",
-    "unpin_all",
-    "pin2",
-    "call_pinned",
-    "query_result",
-    "unpin2",
-    "pinned",
     "release_with",
     "wake",
     "settle",
@@ -329,141 +318,6 @@ def unpinned(state: _State) -> None:
     """Called when the last pin of a closing state went: release it now if it is safe."""
     _queue_if_free(state)
     drain()
-
-
-def pin2(a: Handle | None, b: Any = None) -> tuple[_State | None, _State | None]:
-    """Pin ``a`` and ``b`` for a driver call, then check that both are open.
-
-    The hot paths' pin: ``a`` is the object whose handle the call uses (None: none),
-    ``b`` an argument, pinned when it is a cudriver handle (a stream-like raw handle
-    is not). Pinned, then checked: a ``close()`` on another thread either came first
-    (:class:`~cudriver.ClosedError` here, nothing left pinned) or sees the pin and
-    leaves the release to :func:`unpin2`. The states' ``handle`` fields stay set
-    while pinned. Pair with ``unpin2(*pins)`` in a ``finally``.
-    """
-    sa = sb = None
-    if a is not None:
-        if a._h is None:
-            a._raise_closed()
-        sa = a._state
-        sa.pins.append(None)
-    if isinstance(b, Handle) and b._h is not None:
-        sb = b._state
-        sb.pins.append(None)
-    if (a is not None and a._h is None) or (isinstance(b, Handle) and b._h is None):
-        unpin2(sa, sb)
-        (a if a is not None and a._h is None else b)._raise_closed()
-    return sa, sb
-
-
-def call_pinned(obj: Handle, fn: Any) -> Any:
-    """``fn(handle)`` for ``obj``'s own handle, ``obj`` pinned for the call.
-
-    The pure hot paths of the one-handle calls (a query, a wait): the call guard, the
-    pin (see :func:`pin2`), the call; returns the status tuple.
-    """
-    if GUARD.armed:
-        GUARD.check()
-    pins = pin2(obj)
-    try:
-        r = fn(obj._state.handle)
-    finally:
-        unpin2(*pins)
-    return r
-
-
-def query_result(r: Any, fn: Any) -> bool:
-    """A query's answer from its status tuple: done, not yet, or the error raised."""
-    s = r[0]
-    if s is SUCCESS:
-        return True
-    if s is _NOT_READY:
-        return False
-    raise error_for(s, fn)
-
-
-def unpin2(a: _State | None, b: _State | None) -> None:
-    """End a :func:`pin2` (or the pins a hot path took on an object and its argument)."""
-    if b is not None:
-        b.pins.pop()
-        if b.closing:
-            unpinned(b)
-    if a is not None:
-        a.pins.pop()
-        if a.closing:
-            unpinned(a)
-
-
-def pin(obj: Handle) -> _State:
-    """Pin ``obj``'s release state for a driver call (see the module docstring).
-
-    Pins what ``obj._pin_target()`` names (itself; a kernel's module; a conditional
-    body's graph), then checks that both are open (raising
-    :class:`~cudriver.ClosedError` if not): a ``close()`` on another thread either came
-    first or sees the pin. Pair with :func:`unpin` in a ``finally``.
-    """
-    t = obj._pin_target()
-    st = t._state
-    st.pins.append(None)
-    if obj._h is None or t._h is None:
-        unpin(st)
-        (obj if obj._h is None else t)._raise_closed()
-    return st
-
-
-def unpin(state: _State) -> None:
-    """End a :func:`pin`; runs the release that waited for it, if any."""
-    pins = state.pins
-    pins.pop()
-    if state.closing and not pins:
-        unpinned(state)
-
-
-def pin_all(*objs: Any) -> list[_State]:
-    """:func:`pin` each cudriver handle among ``objs``; all or none.
-
-    Others (raw handles, None) are skipped. A closed one unpins the others and raises.
-    """
-    states: list[_State] = []
-    try:
-        for o in objs:
-            if isinstance(o, Handle):
-                states.append(pin(o))
-    except BaseException:
-        unpin_all(states)
-        raise
-    return states
-
-
-def unpin_all(states: list[_State]) -> None:
-    """End a :func:`pin_all`."""
-    for st in states:
-        unpin(st)
-
-
-_H = TypeVar("_H", bound="Handle")
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def pinned(method: Callable[Concatenate[_H, _P], _R]) -> Callable[Concatenate[_H, _P], _R]:
-    """Keep ``self`` and the handles among the arguments pinned while the method runs.
-
-    For the methods that call the driver off the hot paths (those pin by hand); see
-    :func:`pin`. A closed ``self`` raises its own :class:`~cudriver.ClosedError` first.
-    """
-
-    @functools.wraps(method)
-    def call(self: _H, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        if self._h is None:
-            self._raise_closed()
-        states = pin_all(self, *args, *kwargs.values())
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            unpin_all(states)
-
-    return call
 
 
 if not TYPE_CHECKING and COMPILED:

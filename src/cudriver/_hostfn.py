@@ -58,7 +58,8 @@ from cuda.bindings import driver as _drv
 
 from . import _bindings, _impl, capture
 from ._bindings import SUCCESS
-from ._handle import Handle, pin2, unpin2
+from ._handle import Handle
+from ._pins import pin2, unpin2
 from .errors import GUARD, HostCallbackError, error_for
 
 __all__ = [

@@ -9,7 +9,11 @@ Two channels, both with no Python on the driver's thread:
   semaphore posted by libc's ``sem_post``; a waiter thread takes the posts and wakes
   the loop (``call_soon_threadsafe``): one hand-off more.
 
-Both give the same four operations on an int handle (the semaphore's address or the
+The loop-side helpers the notifiers share live here too: whether a loop runs on this
+thread, and making and destroying the driver handles (events, private streams) they
+keep.
+
+Both channels give the same four operations on an int handle (the semaphore's address or the
 descriptor): ``new``, ``post`` (from Python), ``take`` (the posts arrived, waiting up to
 a timeout) and ``free``, which may run only once every post enqueued has been taken:
 a post to a freed semaphore writes freed memory, and one to a closed descriptor could
@@ -18,20 +22,33 @@ reach whatever file reuses its number.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import errno
 import os
 import select
 import sys
 import time
+import warnings
 from typing import Any
 
 from cuda.bindings import driver as _drv
 
 from . import _impl
-from .errors import NotSupportedError
+from ._bindings import SUCCESS
+from .device import Context, enter_context, leave_context
+from .errors import GUARD, CudaWarning, NotSupportedError, error_for
 
-__all__ = ["Eventfds", "Semaphores", "channel", "semaphores"]
+__all__ = [
+    "Eventfds",
+    "Semaphores",
+    "channel",
+    "create",
+    "eventfds",
+    "on_loop_thread",
+    "release",
+    "semaphores",
+]
 
 _SEM_BYTES = 64
 
@@ -204,3 +221,41 @@ def channel() -> Semaphores | Eventfds:
     sems = semaphores()
     fds = eventfds()
     return fds if fds is not None else sems
+
+
+def on_loop_thread(loop: Any) -> bool:
+    """Whether ``loop`` is the loop running in this thread."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:  # no loop runs here
+        return False
+
+
+def create(ctx: Context, fn: Any, flags: int) -> Any:
+    """``fn(flags)`` (``cuEventCreate`` or ``cuStreamCreate``) in ``ctx``; the new handle."""
+    pushed = enter_context(ctx._closed_check(), ctx._key)
+    try:
+        r = fn(flags)
+    finally:
+        leave_context(pushed)
+    if r[0] is not SUCCESS:
+        raise error_for(r[0], fn)
+    return r[1]
+
+
+def release(fn: Any, h: Any, what: str) -> None:
+    """Destroy a handle of cudriver.aio's; a failure becomes a :class:`~cudriver.CudaWarning`."""
+    if GUARD.forked or sys.is_finalizing():
+        return
+    try:
+        r = fn(h)
+    except Exception as exc:  # the driver library went away
+        msg = f"destroying a cudriver.aio {what} failed: {exc!r}"
+    else:
+        if r[0] is SUCCESS:
+            return
+        msg = f"destroying a cudriver.aio {what} failed: {error_for(r[0], fn)}"
+    try:
+        warnings.warn(msg, CudaWarning, stacklevel=2)
+    except Exception:  # warnings turned into errors must not escape
+        pass

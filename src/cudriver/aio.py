@@ -27,23 +27,21 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import sys
 import threading
 import time
-import warnings
 import weakref
 from collections.abc import Generator
 from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _handle, _wakeup, capture
+from . import _bindings, _pins, _wakeup, capture
 from ._bindings import SUCCESS
 from ._coerce import StreamBase
-from .device import Context, enter_context, leave_context
-from .errors import GUARD, CudaError, CudaWarning, StreamCaptureError, error_for
+from .device import Context
+from .errors import GUARD, CudaError, StreamCaptureError, error_for
 
-__all__ = ["Awaitable", "shutdown", "PRIVATE_STREAMS", "SWEEP_SECONDS"]
+__all__ = ["Awaitable", "shutdown", "PRIVATE_STREAMS", "SPIN_SECONDS", "SWEEP_SECONDS"]
 
 _R = _drv.CUresult
 _NOT_READY = _R.CUDA_ERROR_NOT_READY
@@ -65,6 +63,9 @@ _cuStreamIsCapturing = _drv.cuStreamIsCapturing
 PRIVATE_STREAMS = 32
 #: How often (seconds) a waiter with futures pending checks them all, and its loop.
 SWEEP_SECONDS = 0.5
+#: For how long (seconds) after an ``await`` from its thread the loop polls the pending
+#: futures' events itself, once per loop pass, as a blocking synchronize spins (0: never).
+SPIN_SECONDS = 0.0005
 _SPARE_EVENTS = 256  # per context and loop
 _CLOSED = "the event loop is closed (or cudriver.aio.shutdown ran)"
 
@@ -120,7 +121,8 @@ class Notifier:
         self._pending: dict[_Item, None] = {}
         self._contexts: dict[int, _PerContext] = {}
         self._expected = self._consumed = self._credit = 0
-        self._scheduled = self._sweep = self._closing = self._reader = False
+        self._scheduled = self._sweep = self._closing = self._reader = self._polling = False
+        self._poll_until = 0.0
         self._api = _wakeup.channel()
         self._sem: int | None = None  # the channel's handle (semaphore address, descriptor)
         self._tick = threading.Event()  # wakes a waiter that only sweeps
@@ -191,7 +193,7 @@ class Notifier:
                 raise error_for(r[0], _cuEventRecord)
             item = self.watch(loop.create_future(), ev, order, res)
         except BaseException:
-            _release(_cuEventDestroy, ev, "event")
+            _wakeup.release(_cuEventDestroy, ev, "event")
             raise
         code = call(int(stream_h), api.post_address, self._sem or 0)
         if code:
@@ -214,7 +216,7 @@ class Notifier:
             res = self._context(ctx)
             if res.events:
                 return res, res.events.pop()
-        return res, _create(ctx, _cuEventCreate, _DISABLE_TIMING)
+        return res, _wakeup.create(ctx, _cuEventCreate, _DISABLE_TIMING)
 
     def private_stream(self, ctx: Context) -> tuple[_PerContext, int]:
         """An idle private stream of ``ctx`` (made while fewer than the limit).
@@ -231,13 +233,13 @@ class Notifier:
             if len(res.streams) >= PRIVATE_STREAMS:
                 res.turn = (res.turn + 1) % len(res.streams)
                 return res, res.turn
-        h = _create(ctx, _cuStreamCreate, _NON_BLOCKING)
+        h = _wakeup.create(ctx, _cuStreamCreate, _NON_BLOCKING)
         with self._lock:
             if not self._closing:
                 res.streams.append(h)
                 res.last.append(None)
                 return res, len(res.streams) - 1
-        _release(_cuStreamDestroy, h, "private stream")
+        _wakeup.release(_cuStreamDestroy, h, "private stream")
         raise RuntimeError(_CLOSED)
 
     def _finish(self, item: _Item) -> None:
@@ -250,7 +252,7 @@ class Notifier:
             if res is not None and not self._closing and len(res.events) < _SPARE_EVENTS:
                 res.events.append(ev)  # re-recording it later is fine, even if pending
                 return
-        _release(_cuEventDestroy, ev, "event")
+        _wakeup.release(_cuEventDestroy, ev, "event")
 
     # -- the loop's side ------------------------------------------------------------------
     def _dropped(self, item: _Item) -> None:
@@ -315,6 +317,38 @@ class Notifier:
                 else:
                     fut.set_exception(error_for(s, _cuEventQuery))
             self._finish(item)
+
+    def spin(self, loop: Any) -> None:
+        """Have ``loop`` (running on this thread) poll the pending futures for a while.
+
+        A host function's post reaches the loop tens of microseconds after the work it
+        follows (the driver's thread, then the selector, wake up); polling in between
+        notices the work's end within one pass of the loop, as a blocking synchronize
+        notices it by spinning. Other callbacks keep running between the polls.
+        """
+        spin = SPIN_SECONDS
+        if spin > 0:
+            self._poll_until = time.monotonic() + spin
+            if not self._polling:
+                self._polling = True
+                loop.call_soon(self._poll, loop)
+
+    def _poll(self, loop: Any) -> None:
+        # A sweep's check: the futures it resolves before their posts arrive leave the
+        # credit negative until those posts come, as a cancellation does.
+        with self._lock:
+            live = bool(self._pending) and not self._closing
+            self._sweep = self._sweep or live
+        if live:
+            self.check()
+        with self._lock:
+            again = bool(self._pending) and not self._closing
+            self._polling = again = again and time.monotonic() < self._poll_until
+        if again:
+            try:
+                loop.call_soon(self._poll, loop)
+            except RuntimeError:  # the loop is closed
+                self._polling = False
 
     def _fail(self, items: list[_Item], err: BaseException) -> None:
         for item in items:  # the waiter failed: so do the pending futures (loop's thread)
@@ -424,7 +458,7 @@ class Notifier:
         safely), and the waiter retires when the loop has taken the last post.
         """
         alive = loop is not None and not loop.is_closed()
-        if alive and not _on_loop_thread(loop):
+        if alive and not _wakeup.on_loop_thread(loop):
             return
         with self._lock:
             reader, self._reader = self._reader, False
@@ -492,9 +526,9 @@ class Notifier:
                 self._api.free(sem)
         for res in kept:  # no future is left: every event and stream is idle
             for ev in res.events:
-                _release(_cuEventDestroy, ev, "event")
+                _wakeup.release(_cuEventDestroy, ev, "event")
             for h in res.streams:
-                _release(_cuStreamDestroy, h, "private stream")
+                _wakeup.release(_cuStreamDestroy, h, "private stream")
             res.lease = None
 
     def _abandon(self) -> None:
@@ -512,44 +546,6 @@ class Notifier:
             loop.remove_reader(fd)
         finally:
             self._api.free(fd)
-
-
-def _on_loop_thread(loop: Any) -> bool:
-    """Whether ``loop`` is the loop running in this thread."""
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:  # no loop runs here
-        return False
-
-
-def _create(ctx: Context, fn: Any, flags: int) -> Any:
-    """``fn(flags)`` (``cuEventCreate`` or ``cuStreamCreate``) in ``ctx``; the new handle."""
-    pushed = enter_context(ctx._closed_check(), ctx._key)
-    try:
-        r = fn(flags)
-    finally:
-        leave_context(pushed)
-    if r[0] is not SUCCESS:
-        raise error_for(r[0], fn)
-    return r[1]
-
-
-def _release(fn: Any, h: Any, what: str) -> None:
-    """Destroy a handle of ours; a failure becomes a :class:`~cudriver.CudaWarning`."""
-    if GUARD.forked or sys.is_finalizing():
-        return
-    try:
-        r = fn(h)
-    except Exception as exc:  # the driver library went away
-        msg = f"destroying a cudriver.aio {what} failed: {exc!r}"
-    else:
-        if r[0] is SUCCESS:
-            return
-        msg = f"destroying a cudriver.aio {what} failed: {error_for(r[0], fn)}"
-    try:
-        warnings.warn(msg, CudaWarning, stacklevel=2)
-    except Exception:  # warnings turned into errors must not escape
-        pass
 
 
 # -- the registries ------------------------------------------------------------------------
@@ -616,7 +612,7 @@ def _begin(obj: Any, loop: Any) -> tuple[Any, Any]:
     _wakeup.channel()
     if GUARD.armed:
         GUARD.check()
-    return loop, _handle.pin(obj)
+    return loop, _pins.pin(obj)
 
 
 def _stream_future(stream: Any, loop: Any) -> Any:
@@ -635,9 +631,13 @@ def _stream_future(stream: Any, loop: Any) -> Any:
                 "the capture ends (or the stream a GraphExec is launched on)",
             )
         key = stream._key  # the default streams' handles are not one stream each
-        return notifier_for(loop).enqueue(loop, stream.context, h, key if key > 2 else None).fut
+        n = notifier_for(loop)
+        fut = n.enqueue(loop, stream.context, h, key if key > 2 else None).fut
+        if _wakeup.on_loop_thread(loop):
+            n.spin(loop)
+        return fut
     finally:
-        _handle.unpin(st)
+        _pins.unpin(st)
 
 
 def _event_future(event: Any, loop: Any) -> Any:
@@ -661,9 +661,11 @@ def _event_future(event: Any, loop: Any) -> Any:
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuStreamWaitEvent)
         item = res.last[i] = n.enqueue(loop, ctx, ps, int(ps))
+        if _wakeup.on_loop_thread(loop):
+            n.spin(loop)
         return item.fut
     finally:
-        _handle.unpin(st)
+        _pins.unpin(st)
 
 
 class Awaitable:
@@ -719,15 +721,24 @@ class Awaitable:
         return _event_future(self, loop)  # type: ignore[no-any-return]
 
     def _done_now(self) -> bool:
-        """Whether the awaited work is done (a query; False when unsure or unsafe)."""
+        """Whether the awaited work is done (False when unsure: the future decides)."""
         s: Any = self  # a Stream or an Event
-        try:
-            stream = isinstance(s, StreamBase)
-            if GUARD.armed or GUARD.open or s._h is None or (stream and s._key <= 2):
-                return False
-            return not (stream and s.is_capturing) and bool(s.query())
-        except CudaError:  # the future's path raises what it must
+        stream = isinstance(s, StreamBase)
+        if GUARD.armed or GUARD.open or s._h is None or (stream and s._key <= 2):
             return False
+        try:
+            st = _pins.pin(s)
+        except CudaError:  # closed meanwhile
+            return False
+        try:
+            if not stream:
+                return _cuEventQuery(st.handle)[0] is SUCCESS
+            r = _cuStreamIsCapturing(st.handle)
+            if r[0] is not SUCCESS or r[1] is not _NOT_CAPTURING:
+                return False
+            return _cuStreamQuery(st.handle)[0] is SUCCESS
+        finally:
+            _pins.unpin(st)
 
     def __await__(self) -> Generator[Any, None, None]:
         """``await obj``: at once when the work is done, else :meth:`done_future`."""

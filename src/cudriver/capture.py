@@ -46,7 +46,8 @@ from . import _bindings
 from ._bindings import SUCCESS
 from ._coerce import MapsMemory
 from ._enums import CaptureMode, CaptureStatus
-from ._handle import Handle, drain, release_with, unpin
+from ._handle import Handle, drain, release_with
+from ._pins import unpin
 from .errors import GUARD, StreamCaptureError, error_for, watch_capture_violations
 
 __all__ = [

@@ -19,7 +19,7 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _handle, capture
+from . import _pins, capture
 from ._bindings import SUCCESS
 from ._coerce import (
     StreamLike,
@@ -64,7 +64,7 @@ def _run(
     Interface's rule for consumers). Without a stream the queue is the legacy stream,
     or its stand-in while a capture is open (``capture.run_stream_less``).
     """
-    states = _handle.pin_all(*objs, stream)
+    states = _pins.pin_all(*objs, stream)
     try:
         if stream is None:
             capture.run_stream_less(None, call, args, functools.partial(_ordered, ops))
@@ -75,7 +75,7 @@ def _run(
         if r[0] is not SUCCESS:
             raise error_for(r[0], call)
     finally:
-        _handle.unpin_all(states)
+        _pins.unpin_all(states)
 
 
 def _ordered(ops: tuple[Operand, ...], queue: Any) -> None:

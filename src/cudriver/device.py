@@ -21,14 +21,15 @@ from typing import Any, ClassVar, SupportsInt
 from cuda.bindings import driver as _drv
 from typing_extensions import Self
 
-from . import _bindings, _handle, _hostfn
+from . import _bindings, _handle, _hostfn, _pins
 from . import driver as _cd
 from ._bindings import SUCCESS
 from ._coerce import handle_arg, int_arg, uint_arg
 from ._current import call_in_context, enter_context, leave_context
 from ._enums import ComputeCapability, ContextFlags, DeviceAttribute, Limit
-from ._handle import Handle, pinned
+from ._handle import Handle
 from ._init import init
+from ._pins import pinned
 from .errors import GUARD, InvalidDeviceError, NotSupportedError, checked, error_for
 
 __all__ = [
@@ -468,12 +469,12 @@ class Context(Handle):
         Then raises :class:`~cudriver.HostCallbackError` if a host function that ran
         on a stream of this context raised and no ``synchronize()`` collected it yet.
         """
-        st = _handle.pin(self)  # a close() on another thread waits for the call
+        st = _pins.pin(self)  # a close() on another thread waits for the call
         try:
             with self._scope():
                 _cd.cuCtxSynchronize()
         finally:
-            _handle.unpin(st)
+            _pins.unpin(st)
         if _handle.deferred or _handle.releasing():
             _handle.settle()
         if _hostfn.PENDING:

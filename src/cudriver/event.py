@@ -9,8 +9,9 @@ from cuda.bindings import driver as _drv
 
 from . import _bindings, _handle, _hostfn, _impl, _share, aio
 from ._bindings import SUCCESS
-from ._coerce import StreamLike, bool_arg, deprecated, handle_arg, stream_handle
-from ._handle import Handle, call_pinned, pin2, pinned, query_result, unpin2
+from ._coerce import StreamBase, StreamLike, bool_arg, deprecated, handle_arg, stream_handle
+from ._handle import Handle
+from ._pins import call_pinned, call_pinned2, pin2, pinned, query_result, unpin2
 from .device import Context, context_arg, current_or_default, kept_primary
 from .errors import GUARD, checked, error_for
 
@@ -113,6 +114,12 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
         ``CUstream`` or an int; None is refused (``TypeError``): for the legacy
         default stream pass :meth:`Stream.legacy`. Does not block or allocate.
         """
+        if isinstance(stream, StreamBase):  # the common case, in one call
+            r = call_pinned2(self, stream, _cuEventRecord)
+            if r[0] is not SUCCESS:
+                raise error_for(r[0], _cuEventRecord)
+            self._recorded_on = stream._key or 1
+            return self
         if GUARD.armed:
             GUARD.check()
         # The event and the stream stay pinned for the call.

@@ -23,8 +23,9 @@ from ._coerce import (
     renamed_keyword,
     stream_handle,
 )
-from ._handle import Handle, Lease, pin2, pinned, unpin2
+from ._handle import Handle, Lease
 from ._hostfn import HostFuncRecord
+from ._pins import pin2, pinned, unpin2
 from .device import Context, context_arg, current_or_default
 from .errors import GUARD, ClosedError, GraphUpdateError, checked, error_for
 from .graphbuild import GraphBuilder

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _handle, _hostfn, capture
+from . import _bindings, _hostfn, _pins, capture
 from ._bindings import SUCCESS
 from ._coerce import device_address, nbytes_arg, renamed_keyword, uint_arg
 from ._enums import CaptureStatus, ConditionalType
@@ -141,14 +141,14 @@ def _adding(graph: Graph, after: Any, *objs: Any) -> Iterator[_Site]:
         stream = top._capturing_stream()
         # A graph a capture is filling has no handle of its own yet: pin the stream.
         target = stream if graph is top and stream is not None else graph
-        states = _handle.pin_all(target, *objs)
+        states = _pins.pin_all(target, *objs)
         try:
             site = _site(graph, top, stream, after)
             ctx = site.ctx
             with ctx._scope() if ctx is not None else contextlib.nullcontext():
                 yield site
         finally:
-            _handle.unpin_all(states)
+            _pins.unpin_all(states)
 
 
 def _site(graph: Graph, top: Graph, stream: Any, after: Any) -> _Site:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _handle
+from . import _pins
 from ._coerce import (
     device_address,
     dims,
@@ -133,12 +133,12 @@ class GraphNode:
     def _pinned(self) -> Iterator[Any]:
         """The node's handle, with its graph pinned (see ``_handle.pin``) and locked."""
         with self._graph._serial():
-            st = _handle.pin(self._graph) if self._graph._h is not None else None
+            st = _pins.pin(self._graph) if self._graph._h is not None else None
             try:
                 yield self.handle
             finally:
                 if st is not None:
-                    _handle.unpin(st)
+                    _pins.unpin(st)
 
     def __int__(self) -> int:
         return int(self._h)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _impl, capture, launch
+from . import _bindings, _impl, _pins, capture, launch
 from ._bindings import SUCCESS
 from ._coerce import (
     U32_MAX,
@@ -31,7 +31,7 @@ from ._coerce import (
 )
 from ._coerce import shared_mem as _shared
 from ._enums import FunctionAttribute
-from ._handle import Handle, Lease, pin2, pin_all, pinned, unpin2, unpin_all
+from ._handle import Handle, Lease
 from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
 from .device import current_or_default
 from .errors import GUARD, ClosedError, NotSupportedError, checked, error_for, pickle_refusal
@@ -155,7 +155,7 @@ class Kernel(Handle, _impl.KernelCore):
             name = raw.decode() if isinstance(raw, bytes) else str(raw)
         return cls._new(h, name, None, owner)
 
-    @pinned
+    @_pins.pinned
     def _load(self) -> None:
         """Load the kernel's code now (``cuFuncLoad``) unless it is loaded already.
 
@@ -235,7 +235,7 @@ class Kernel(Handle, _impl.KernelCore):
             assert s is not None
         return s
 
-    @pinned
+    @_pins.pinned
     def _load_params(self) -> tuple[ParamInfo, ...]:
         return self._set_params(read_params(self._closed_check()))
 
@@ -256,7 +256,7 @@ class Kernel(Handle, _impl.KernelCore):
         return lay
 
     # -- attributes --------------------------------------------------------------------
-    @pinned
+    @_pins.pinned
     def attribute(self, attr: FunctionAttribute | int) -> int:
         """Read a kernel attribute (``cuFuncGetAttribute``)."""
         a = _func_attr(attr)
@@ -265,7 +265,7 @@ class Kernel(Handle, _impl.KernelCore):
             raise error_for(r[0], _cuFuncGetAttribute, f"attribute {a.name}")
         return int(r[1])
 
-    @pinned
+    @_pins.pinned
     def set_attribute(self, attr: FunctionAttribute | int, value: int) -> None:
         """Set a kernel attribute (``cuFuncSetAttribute``).
 
@@ -328,7 +328,7 @@ class Kernel(Handle, _impl.KernelCore):
         self.set_attribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, value)
 
     # -- occupancy ---------------------------------------------------------------------
-    @pinned
+    @_pins.pinned
     def max_active_blocks_per_sm(self, block_size: int, shared_mem: int = 0) -> int:
         """How many blocks of ``block_size`` threads fit on one multiprocessor at once.
 
@@ -339,7 +339,7 @@ class Kernel(Handle, _impl.KernelCore):
         b = uint_arg(block_size, "block_size", 32)
         return launch.blocks_per_sm(self.handle, b, _shared(shared_mem))
 
-    @pinned
+    @_pins.pinned
     def suggested_block_size(
         self, shared_mem: int | Callable[[int], int] = 0, *, max_block_size: int = 0
     ) -> tuple[int, int]:
@@ -361,7 +361,7 @@ class Kernel(Handle, _impl.KernelCore):
         sms = ctx.device.multiprocessor_count
         return launch.block_size_for(self.handle, lambda b: _shared(shared_mem(b)), most, sms)
 
-    @pinned
+    @_pins.pinned
     def max_potential_cluster_size(self, block: Any, shared_mem: int = 0) -> int:
         """The largest cluster size for blocks of ``block`` threads.
 
@@ -369,7 +369,7 @@ class Kernel(Handle, _impl.KernelCore):
         """
         return launch.cluster_size(self.handle, dims(block, "block"), _shared(shared_mem))
 
-    @pinned
+    @_pins.pinned
     def max_active_clusters(self, grid: Any, block: Any, cluster: Any, shared_mem: int = 0) -> int:
         """How many clusters of this launch can run at once (``cuOccupancyMaxActiveClusters``)."""
         g, b = dims(grid, "grid"), dims(block, "block")
@@ -446,10 +446,10 @@ class Kernel(Handle, _impl.KernelCore):
         # The module, the stream and the buffers among the arguments stay pinned
         # through every driver call below (a close() on another thread releases them
         # afterwards, after this launch's use is noted); pinned, then checked.
-        pins = pin2(self._module, stream)
+        pins = _pins.pin2(self._module, stream)
         held: list[Any] = []
         try:
-            held = pin_all(*args)
+            held = _pins.pin_all(*args)
             if self._h is None:
                 self._raise_closed()
             # Inline fast paths for int grid/block and no shared memory; _dims and
@@ -505,8 +505,8 @@ class Kernel(Handle, _impl.KernelCore):
                 elif isinstance(a, MapsMemory) and (m := a._mapped()) is not None:
                     m._note_use(sh)
         finally:
-            unpin_all(held)
-            unpin2(*pins)
+            _pins.unpin_all(held)
+            _pins.unpin2(*pins)
 
     def prepare(
         self,
@@ -685,7 +685,7 @@ class LaunchPlan(_impl.PlanCore):
         if self._spaces:
             refuse_offloaded(self._spaces)
         k = self._kernel
-        pins = pin2(k._module, stream)
+        pins = _pins.pin2(k._module, stream)
         try:
             if k._h is None:
                 k._raise_closed()
@@ -694,7 +694,7 @@ class LaunchPlan(_impl.PlanCore):
                 capture.keep(sh, self._kernel, self._args)
             r = self._call(sh, self._params, 0)
         finally:
-            unpin2(*pins)
+            _pins.unpin2(*pins)
         if r[0] is not SUCCESS:
             raise self._kernel._launch_error(r[0], self.grid, self.block, self._shmem, self._config)
         for a in self._used:

@@ -34,7 +34,7 @@ from ._coerce import (
 )
 from ._copy import HostBytes, fill_new, host_source, new_typed, refuse_capturing
 from ._enums import DeviceAttribute, MemAdvise, MemAttach
-from ._handle import pinned
+from ._pins import pinned
 from .device import (
     Context,
     Device,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, cast
 
 from cuda.bindings import driver as _drv
 
-from . import _handle, capture
+from . import _pins, capture
 from ._bindings import SUCCESS
 from ._coerce import U64_LIMIT, DeviceMemory, device_address
 from ._enums import DeviceAttribute, MemOpType, WaitCondition
@@ -481,7 +481,7 @@ def _enqueue(
     no_memory_barrier: bool | None,
 ) -> None:
     # The stream and the target buffer stay pinned through the driver calls.
-    pins = _handle.pin2(cast(Handle, stream), obj)
+    pins = _pins.pin2(cast(Handle, stream), obj)
     try:
         h = stream._state.handle
         if needs:
@@ -494,10 +494,10 @@ def _enqueue(
         if obj is not None and capture.ACTIVE:
             capture.keep(h, obj)
     finally:
-        _handle.unpin2(*pins)
+        _pins.unpin2(*pins)
 
 
-@_handle.pinned
+@_pins.pinned
 def batch(stream: Handle, ops: Iterable[MemOp]) -> None:
     """Enqueue ``ops`` with one ``cuStreamBatchMemOp`` on ``stream``."""
     h = stream._h

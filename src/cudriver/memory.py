@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from . import _dlpack, _handle, _impl, capture
+from . import _dlpack, _impl, _pins, capture
 from ._bindings import SUCCESS
 from ._coerce import (
     DeviceMemory,
@@ -38,7 +38,7 @@ from ._copy import (
     new_typed,
     operand,
 )
-from ._handle import Lease, pinned
+from ._handle import Lease
 from ._init import init
 from ._ordered import LEGACY as _LEGACY
 from ._ordered import FreeAsync
@@ -164,7 +164,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
                 raise ValueError("stream belongs to another context than the one given")
         # The stream and the pool stay pinned until the buffer holds them (its keep): a
         # close() on another thread in between must not destroy them under the memory.
-        states = _handle.pin_all(st, pool)
+        states = _pins.pin_all(st, pool)
         try:
             if ctx is None and st is None:
                 ctx = current_or_default()  # current already: nothing to push
@@ -210,7 +210,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
                     used_on=used_on,
                 )
         finally:
-            _handle.unpin_all(states)
+            _pins.unpin_all(states)
 
     def _set_fields(
         self,
@@ -366,7 +366,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
             ctx = self._resolve_context()
         return ctx
 
-    @pinned
+    @_pins.pinned
     def _resolve_context(self) -> Context:
         init()
         r = _cuPointerGetAttribute(_PTR_ATTR_CONTEXT, self.handle)
@@ -529,7 +529,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
             )
         return on_dev, addr, n, keep, other
 
-    @pinned
+    @_pins.pinned
     def _enqueue(
         self, stream: StreamLike, other: int | None, keep: Any, fn: Any, *args: Any
     ) -> None:
@@ -701,7 +701,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         return _dlpack.import_buffer(cls, obj, stream=stream)
 
     # -- sharing with other processes ----------------------------------------------------
-    @pinned
+    @_pins.pinned
     def export_handle(self) -> bytes:
         """The 64 bytes that open this allocation in another process (``cuMemPoolExportPointer``).
 

@@ -18,7 +18,8 @@ from cuda.bindings import driver as _drv
 from . import _bindings
 from ._bindings import SUCCESS
 from ._coerce import bool_arg, handle_arg
-from ._handle import Handle, pinned
+from ._handle import Handle
+from ._pins import pinned
 from .device import Context, call_in_context, context_arg, current_or_default
 from .errors import GUARD, CudaError, InvalidImageError, NotSupportedError, checked, error_for
 from .kernel import Kernel, ParamInfo, read_params

@@ -32,7 +32,8 @@ from ._coerce import (
 )
 from ._enums import MemAccess
 from ._handle import _queue_if_free as queue_if_free
-from ._handle import _warn, link, pinned, unlink
+from ._handle import _warn, link, unlink
+from ._pins import pinned
 from .device import (
     Context,
     Device,

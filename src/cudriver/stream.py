@@ -36,7 +36,7 @@ from ._enums import (
     SyncPolicy,
     WaitCondition,
 )
-from ._handle import call_pinned, pin2, pinned, query_result, unpin2
+from ._pins import call_pinned, pin2, pinned, query_result, unpin2
 from .device import Context, Device, context_arg, current_or_default
 from .errors import GUARD, checked, error_for
 from .event import Event

@@ -27,7 +27,8 @@ from . import driver as _cd
 from ._coerce import U64_LIMIT, bool_arg, deprecated, int_arg, nbytes_arg, renamed_keyword
 from ._copy import enqueue
 from ._enums import DeviceAttribute, MemAccess
-from ._handle import Lease, pinned, release_state
+from ._handle import Lease, release_state
+from ._pins import pinned
 from ._vmm import (
     FABRIC_BYTES,
     KINDS,
