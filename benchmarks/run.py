@@ -155,5 +155,5 @@ def run_benchmarks(
                     p.close()
                 except Exception:
                     pass
-    evaluate_targets(rows)
+    evaluate_targets(rows, env["cudriver_implementation"])
     return env, rows

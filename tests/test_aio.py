@@ -382,7 +382,9 @@ def test_the_loop_polls_a_pending_future_before_its_post(
     assert retired(n)
 
 
-def test_polling_stops_when_the_spin_ends(fake: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_polling_stops_when_the_spin_ends(
+    fake: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(aio, "SPIN_SECONDS", 0.02)
     monkeypatch.setattr(aio, "SWEEP_SECONDS", 60.0)
 
@@ -409,7 +411,9 @@ def test_polling_stops_when_the_spin_ends(fake: FakeDriver, monkeypatch: pytest.
     assert retired(n)
 
 
-def test_no_polling_when_the_spin_is_zero(fake: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_polling_when_the_spin_is_zero(
+    fake: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(aio, "SPIN_SECONDS", 0)
     monkeypatch.setattr(aio, "SWEEP_SECONDS", 60.0)
 
@@ -636,7 +640,9 @@ def zeros(n: int) -> cu.DeviceBuffer:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("spin", [0.0, aio.SPIN_SECONDS, 30.0], ids=["no-poll", "poll", "long-poll"])
+@pytest.mark.parametrize(
+    "spin", [0.0, aio.SPIN_SECONDS, 30.0], ids=["no-poll", "poll", "long-poll"]
+)
 def test_await_a_stream_after_a_slow_kernel(
     ctx: cu.Context,
     stream: cu.Stream,

@@ -221,36 +221,54 @@ def test_raw_calls_are_checked_by_cudriver() -> None:
 # -- targets, table and JSON -----------------------------------------------------------------
 
 
-def test_ratio_targets() -> None:
+def test_compiled_targets_fastest_rival_and_c_floor() -> None:
     rows = [
-        make_row("stream_query", cudriver=500.0, raw=480.0, cupy=900.0),
-        make_row("event_record", cudriver=600.0, raw=500.0),
+        make_row("stream_query", cudriver=470.0, raw=480.0, cupy=900.0, c=400.0),
+        make_row("event_record", cudriver=600.0, raw=500.0, c=300.0),
         make_row("launch_empty", cudriver=3000.0),
         make_row("write_value32", cudriver="error", raw=400.0),
+        make_row("eager_100", cudriver=400.0, raw=390.0, cuda_core=380.0),
     ]
     evaluate_targets(rows)
-    assert rows[0].ratio == pytest.approx(500 / 480)
-    assert results(rows[0]) == ["PASS"]
-    assert results(rows[1]) == ["MISS"]
-    assert rows[2].ratio is None
-    assert results(rows[2]) == ["n/a"]
-    assert results(rows[3]) == ["n/a"]
+    assert rows[0].ratio == pytest.approx(470 / 480)
+    assert results(rows[0]) == ["PASS", "PASS"]
+    assert "raw 480" in rows[0].targets[0].text
+    assert "(1.18)" in rows[0].targets[1].text
+    assert results(rows[1]) == ["MISS", "MISS"]  # behind raw, 2x the floor
+    assert results(rows[2]) == ["n/a", "n/a"]
+    assert results(rows[3]) == ["n/a", "n/a"]
+    assert results(rows[4]) == ["MISS"]  # no floor target: not one call
+    assert "cuda.core 380" in rows[4].targets[0].text
+
+
+def test_await_target_and_pure_targets() -> None:
+    near = make_row("await_busy", cudriver=120.0, raw=110.0)
+    far = make_row("await_busy", cudriver=170.0, raw=110.0)
+    evaluate_targets([near, far])
+    assert (results(near), results(far)) == (["PASS"], ["MISS"])
+    rows = [
+        make_row("stream_query", cudriver=700.0, raw=480.0, cupy=300.0, c=100.0),
+        make_row("event_record", cudriver=800.0, raw=500.0),
+        make_row("await_busy", cudriver=170.0, raw=110.0),
+    ]
+    evaluate_targets(rows, "pure-python")
+    assert [results(r) for r in rows] == [["PASS"], ["MISS"], ["MISS"]]
 
 
 def test_prepared_launch_target_uses_cuda_core_plain_launch() -> None:
     plain = make_row("launch_args", cudriver=5000.0, raw=5000.0, cuda_core=6000.0)
     fast = make_row("launch_prepared", cudriver=3900.0, raw=3800.0)
     evaluate_targets([plain, fast])
-    assert results(fast) == ["PASS", "PASS"]
-    assert "6,000" in fast.targets[1].text
+    assert results(fast) == ["MISS", "n/a", "PASS"]  # behind raw, no floor, ahead of cuda.core
+    assert "6,000" in fast.targets[2].text
 
     slow = make_row("launch_prepared", cudriver=6700.0, raw=6000.0)
     evaluate_targets([plain, slow])
-    assert results(slow) == ["MISS", "MISS"]
+    assert results(slow) == ["MISS", "n/a", "MISS"]
 
     alone = make_row("launch_prepared", cudriver=3900.0, raw=3800.0)
     evaluate_targets([alone])
-    assert results(alone) == ["PASS", "n/a"]
+    assert results(alone) == ["MISS", "n/a", "n/a"]
 
 
 def test_host_function_target() -> None:
@@ -260,29 +278,29 @@ def test_host_function_target() -> None:
     evaluate_targets([good])
     evaluate_targets([bad])
     evaluate_targets([missing])
-    assert (results(good), results(bad), results(missing)) == (["PASS"], ["MISS"], ["n/a"])
+    assert [results(r)[-1] for r in (good, bad, missing)] == ["PASS", "MISS", "n/a"]
 
 
 def test_graph_speedup_target() -> None:
     eager = make_row("eager_100", cudriver=400.0, raw=380.0)
     graph = make_row("graph_100", cudriver=50.0, raw=49.0)
     evaluate_targets([eager, graph])
-    assert results(graph) == ["PASS"]
-    assert "(8.0)" in graph.targets[0].text
-    assert eager.targets == []
+    assert results(graph) == ["MISS", "PASS"]  # behind raw; 8x eager
+    assert "(8.0)" in graph.targets[1].text
+    assert results(eager) == ["MISS"]
 
     slow = make_row("graph_100", cudriver=100.0, raw=99.0)
     evaluate_targets([eager, slow])
-    assert results(slow) == ["MISS"]
+    assert results(slow)[-1] == "MISS"
 
     lonely = make_row("graph_100", cudriver=50.0, raw=49.0)
     evaluate_targets([lonely])
-    assert results(lonely) == ["n/a"]
+    assert results(lonely)[-1] == "n/a"
 
 
 def sample_rows() -> list[Row]:
     rows = [
-        make_row("stream_query", cudriver=512.0, raw=480.0, cupy=1234.0),
+        make_row("stream_query", cudriver=512.0, raw=480.0, cupy=1234.0, c=400.0),
         make_row("eager_100", cudriver=380.25, raw=370.0, cuda_core=400.0, cupy=900.0),
         make_row("graph_100", cudriver=51.0, raw=50.0, cuda_core=55.0, cupy=60.0),
         make_row("write_value32", cudriver="error", raw=400.0),
@@ -302,7 +320,8 @@ def test_format_table() -> None:
     assert "1,234" in query
     assert "n/a" in query  # cuda.core
     assert "1.07" in query
-    assert "cudriver/raw <= 1.10 PASS" in query
+    assert "<= fastest rival (raw 480) MISS" in query
+    assert "cudriver/C <= 1.5 (1.28) PASS" in query
     eager = next(line for line in lines if line.startswith("100 kernels, eager"))
     assert "µs" in eager
     assert "380.2" in eager or "380.3" in eager
@@ -338,7 +357,10 @@ def test_to_json_round_trip() -> None:
     assert q["results"]["cuda.core"]["status"] == "n/a"
     assert q["results"]["cuda.core"]["value"] is None
     assert q["ratio_cudriver_raw"] == pytest.approx(1.067, abs=1e-3)
-    assert q["targets"] == [{"text": "cudriver/raw <= 1.10", "result": "PASS"}]
+    assert q["targets"] == [
+        {"text": "<= fastest rival (raw 480)", "result": "MISS"},
+        {"text": "cudriver/C <= 1.5 (1.28)", "result": "PASS"},
+    ]
     wv = doc["rows"][3]
     assert wv["results"]["cudriver"]["status"] == "error"
     assert wv["results"]["cudriver"]["value"] is None
@@ -460,7 +482,7 @@ def test_only_selected_operations(tmp_path: Path) -> None:
     assert [r["name"] for r in doc["rows"]] == ["stream_query", "graph_100"]
     assert doc["settings"]["repeats"] == 2
     graph = doc["rows"][1]
-    assert graph["targets"] == [{"text": "eager/graph >= 5", "result": "n/a"}]
+    assert graph["targets"][-1] == {"text": "eager/graph >= 5", "result": "n/a"}
 
 
 # -- the C floor -----------------------------------------------------------------------------

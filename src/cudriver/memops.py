@@ -24,7 +24,7 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, cast
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from cuda.bindings import driver as _drv
 
@@ -32,7 +32,7 @@ from . import _pins, capture
 from ._bindings import SUCCESS
 from ._coerce import U64_LIMIT, DeviceMemory, device_address
 from ._enums import DeviceAttribute, MemOpType, WaitCondition
-from ._handle import Handle
+from ._handle import Handle, unpinned
 from .errors import GUARD, NotSupportedError, error_for
 
 if TYPE_CHECKING:
@@ -480,10 +480,19 @@ def _enqueue(
     flags: int,
     no_memory_barrier: bool | None,
 ) -> None:
-    # The stream and the target buffer stay pinned through the driver calls.
-    pins = _pins.pin2(cast(Handle, stream), obj)
+    # The stream and the target buffer stay pinned through the driver calls (pin2 and
+    # unpin2, written out: this is every write's and wait's path).
+    ss = stream._state
+    so = obj._state if isinstance(obj, Handle) else None
+    ss.pins.append(None)
+    if so is not None:
+        so.pins.append(None)
     try:
-        h = stream._state.handle
+        if stream._h is None:
+            stream._raise_closed()
+        if so is not None and obj._h is None:
+            obj._raise_closed()
+        h = ss.handle
         if needs:
             require(stream.device, needs, fn)
         r = fn(h, a, v, flags)
@@ -494,7 +503,13 @@ def _enqueue(
         if obj is not None and capture.ACTIVE:
             capture.keep(h, obj)
     finally:
-        _pins.unpin2(*pins)
+        if so is not None:
+            so.pins.pop()
+            if so.closing:
+                unpinned(so)
+        ss.pins.pop()
+        if ss.closing:
+            unpinned(ss)
 
 
 @_pins.pinned
