@@ -156,7 +156,7 @@ def build_prototype(directory: str) -> Any:
     with open(pyx, "w", encoding="utf-8") as f:
         f.write(PROTO_SOURCE)
     steps = [
-        [sys.executable, "-m", "cython", "-3", "-q", pyx, "-o", c],
+        [sys.executable, "-m", "cython", "-3", pyx, "-o", c],
         [cc, "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", c, "-o", so],
     ]
     for cmd in steps:
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     dev = cu.Device(0)
     ctx = dev.primary_context()
     ctx.set_current()
-    s = cu.Stream()
+    s = cu.Stream(non_blocking=True)  # as the peers' streams
     ev = cu.Event(timing=False)
     image = cu.compile(KERNEL_SOURCE, name="breakdown.cu", arch=dev.compute_capability)
     mod = cu.Module.load(image)

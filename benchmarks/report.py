@@ -17,8 +17,10 @@ HOST_FUNC_FRACTION = 0.5
 GRAPH_SPEEDUP = 5.0
 #: The peers cudriver is measured against (the C floor is not one: nothing can beat it).
 RIVALS = ("raw", "cuda.core", "cupy")
-#: Rows whose raw column is not the same work (no asyncio): their own target applies.
-_AWAIT_BUSY = ("await_busy", "await_busy_executor")
+#: Rows whose raw column is not the same work (no asyncio): their own target applies,
+#: or none (the executor row shows what asyncio's thread pool costs, not cudriver).
+_AWAIT_BUSY = ("await_busy",)
+_NO_TARGET = ("await_busy_executor",)
 
 
 def _verdict(ok: bool) -> str:
@@ -46,6 +48,9 @@ def evaluate_targets(rows: Sequence[Row], implementation: str = "compiled") -> N
         targets: list[Target] = []
         name = row.op.name
         mine = row.value("cudriver")
+        if name in _NO_TARGET:
+            row.targets = targets
+            continue
         if not compiled:
             ratio = row.ratio
             text = f"cudriver/raw <= {PURE_TARGET:.2f}"

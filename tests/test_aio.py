@@ -352,109 +352,100 @@ def test_cancelled_futures_leave_at_once_and_their_posts_are_harmless(fake: Fake
     assert retired(n)
 
 
-def test_the_loop_polls_a_pending_future_before_its_post(
-    fake: FakeDriver, monkeypatch: pytest.MonkeyPatch
+class Scripted(aio.Awaitable):
+    """An awaitable whose ``_done_now`` answers from a script (then keeps answering
+    the last entry), and whose future is already done."""
+
+    def __init__(self, *answers: bool | None) -> None:
+        self.answers = list(answers)
+        self.asked = 0
+        self.futures = 0
+
+    def _done_now(self) -> bool | None:
+        self.asked += 1
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+    def done_future(self, *, loop: asyncio.AbstractEventLoop | None = None) -> Any:
+        self.futures += 1
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+
+@pytest.mark.parametrize(
+    ("answers", "spin", "asked", "futures"),
+    [
+        ((True,), 30.0, 1, 0),  # done: no pass of the loop, no future
+        ((False, False, True), 30.0, 3, 0),  # polled until done
+        ((False, None), 30.0, 2, 1),  # unsure: the future decides at once
+        ((False,), 0.0, 1, 1),  # no polling
+        ((None,), 30.0, 1, 1),
+    ],
+    ids=["done", "polled", "unsure", "no-spin", "unsafe"],
+)
+def test_await_polls_then_takes_the_future(
+    monkeypatch: pytest.MonkeyPatch,
+    answers: tuple[bool | None, ...],
+    spin: float,
+    asked: int,
+    futures: int,
 ) -> None:
-    # The work ends; its post comes much later (the driver's thread is slow to wake):
-    # the loop's polling resolves the future meanwhile, and the late post only counts.
+    monkeypatch.setattr(aio, "SPIN_SECONDS", spin)
+    obj = Scripted(*answers)
+
+    async def main() -> None:
+        await obj
+
+    run(main())
+    assert (obj.asked, obj.futures) == (asked, futures)
+
+
+def test_await_polls_for_the_spin_only_and_lets_other_tasks_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(aio, "SPIN_SECONDS", 0.05)
+    obj = Scripted(False)  # never done
+
+    async def main() -> int:
+        ticks = 0
+        stop = False
+
+        async def other() -> None:
+            nonlocal ticks
+            while not stop:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(other())
+        t0 = time.monotonic()
+        await obj
+        assert 0.05 <= time.monotonic() - t0 < 5  # gave up polling after the spin
+        stop = True
+        await task
+        return ticks
+
+    assert run(main()) > 10  # the other task ran between the polls
+    assert obj.futures == 1
+    assert obj.asked > 10
+
+
+def test_a_task_cancelled_while_polling(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(aio, "SPIN_SECONDS", 30.0)
-    monkeypatch.setattr(aio, "SWEEP_SECONDS", 60.0)  # no sweep helps
+    obj = Scripted(False)
 
-    async def main() -> aio.Notifier:
-        loop = asyncio.get_running_loop()
-        n = aio.notifier_for(loop)
-        fut = fake.watch(n, loop, 1)
-        n.spin(loop)
+    async def main() -> None:
+        task = asyncio.create_task(_await(obj))
         await asyncio.sleep(0.01)
-        assert not fut.done() and n._polling
-        fake.status[1] = SUCCESS  # no post yet
-        assert await asyncio.wait_for(fut, 5) is None
-        assert n._credit == -1 and not n._pending
-        await asyncio.sleep(0.01)
-        assert not n._polling  # nothing is pending: the polling stopped
-        fake.post(n)
-        await all_posts_taken(n)
-        assert n._credit == 0
-        aio.shutdown()  # the waiter sweeps only once a minute here: stop it now
-        return n
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
 
-    n = run(main())
-    assert retired(n)
+    run(main())
+    assert obj.futures == 0
 
 
-def test_polling_stops_when_the_spin_ends(
-    fake: FakeDriver, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(aio, "SPIN_SECONDS", 0.02)
-    monkeypatch.setattr(aio, "SWEEP_SECONDS", 60.0)
-
-    async def main() -> aio.Notifier:
-        loop = asyncio.get_running_loop()
-        n = aio.notifier_for(loop)
-        fut = fake.watch(n, loop, 1)
-        n.spin(loop)
-        n.spin(loop)  # a second await while polling extends it; one poller runs
-        deadline = time.monotonic() + 5
-        while n._polling:
-            assert time.monotonic() < deadline, "the polling never stopped"
-            await asyncio.sleep(0.005)
-        queries = fake.queries
-        await asyncio.sleep(0.05)
-        assert fake.queries == queries  # no query once the spin ended
-        assert not fut.done()
-        fake.complete(n, 1)  # the post resolves it, as without polling
-        assert await asyncio.wait_for(fut, 5) is None
-        aio.shutdown()  # the waiter sweeps only once a minute here: stop it now
-        return n
-
-    n = run(main())
-    assert retired(n)
-
-
-def test_no_polling_when_the_spin_is_zero(
-    fake: FakeDriver, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(aio, "SPIN_SECONDS", 0)
-    monkeypatch.setattr(aio, "SWEEP_SECONDS", 60.0)
-
-    async def main() -> aio.Notifier:
-        loop = asyncio.get_running_loop()
-        n = aio.notifier_for(loop)
-        fut = fake.watch(n, loop, 1)
-        n.spin(loop)
-        fake.status[1] = SUCCESS  # done, but without a post nothing looks
-        await asyncio.sleep(0.05)
-        assert not fut.done() and not n._polling and fake.queries == 0
-        fake.post(n)
-        assert await asyncio.wait_for(fut, 5) is None
-        aio.shutdown()  # the waiter sweeps only once a minute here: stop it now
-        return n
-
-    n = run(main())
-    assert retired(n)
-
-
-def test_a_future_cancelled_while_polled(fake: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(aio, "SPIN_SECONDS", 30.0)
-    monkeypatch.setattr(aio, "SWEEP_SECONDS", 60.0)
-
-    async def main() -> aio.Notifier:
-        loop = asyncio.get_running_loop()
-        n = aio.notifier_for(loop)
-        fut = fake.watch(n, loop, 1)
-        n.spin(loop)
-        await asyncio.sleep(0.01)
-        fut.cancel()
-        await asyncio.sleep(0.01)
-        assert not n._pending and not n._polling
-        fake.complete(n, 1)  # its host function runs after all
-        await all_posts_taken(n)
-        assert n._credit == 0
-        aio.shutdown()  # the waiter sweeps only once a minute here: stop it now
-        return n
-
-    n = run(main())
-    assert retired(n)
+async def _await(obj: Any) -> None:
+    await obj
 
 
 def test_a_failed_enqueue_is_undone(fake: FakeDriver) -> None:

@@ -275,6 +275,15 @@ cdef inline bint _fast() except -1:
     return True
 
 
+cdef inline object _done(CUresult st):
+    """A query's status as ``_done_now`` answers: True, False (not ready) or None."""
+    if st == SUCCESS:
+        return True
+    if st == NOT_READY:
+        return False
+    return None
+
+
 cdef inline bint _int_stream(object s, uintptr_t* out) except -1:
     """The stream handle of ``s`` when it is a plain case; False to fall back."""
     cdef HandleRoot r
@@ -398,18 +407,19 @@ cdef class StreamCore(HandleRoot):
         raise _error(st, "cuStreamQuery")
 
     def _done_now(self):
-        # aio.Awaitable._done_now in C: a stream of its own, not capturing, idle.
+        # aio.Awaitable._done_now in C: a stream of its own, not capturing; True when
+        # idle, False when busy, None when unsure (the future's path decides).
         cdef CUresult st
         cdef int status = 0
         cdef void* h
         if (not _fast() or self._h is None or p_is_capturing == NULL
                 or p_stream_query == NULL or <uintptr_t>self._key <= 2 or _GUARD.open):
-            return False
+            return None
         h = <void*><uintptr_t>self._key
         st = p_is_capturing(h, &status)
         if st != SUCCESS or status != 0:
-            return False
-        return p_stream_query(h) == SUCCESS
+            return None
+        return _done(p_stream_query(h))
 
     def wait(self, other):
         cdef CUresult st
@@ -722,10 +732,10 @@ cdef class EventCore(HandleRoot):
         return self
 
     def _done_now(self):
-        # aio.Awaitable._done_now in C.
+        # aio.Awaitable._done_now in C (see StreamCore._done_now).
         if not _fast() or self._h is None or p_event_query == NULL or _GUARD.open:
-            return False
-        return p_event_query(<void*><uintptr_t>self._key) == SUCCESS
+            return None
+        return _done(p_event_query(<void*><uintptr_t>self._key))
 
     def query(self):
         cdef CUresult st

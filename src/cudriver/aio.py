@@ -63,8 +63,8 @@ _cuStreamIsCapturing = _drv.cuStreamIsCapturing
 PRIVATE_STREAMS = 32
 #: How often (seconds) a waiter with futures pending checks them all, and its loop.
 SWEEP_SECONDS = 0.5
-#: For how long (seconds) after an ``await`` from its thread the loop polls the pending
-#: futures' events itself, once per loop pass, as a blocking synchronize spins (0: never).
+#: For how long (seconds) ``await`` polls the work once per pass of the loop before it
+#: waits for the host function's post, as a blocking synchronize spins (0: never).
 SPIN_SECONDS = 0.0005
 _SPARE_EVENTS = 256  # per context and loop
 _CLOSED = "the event loop is closed (or cudriver.aio.shutdown ran)"
@@ -121,8 +121,7 @@ class Notifier:
         self._pending: dict[_Item, None] = {}
         self._contexts: dict[int, _PerContext] = {}
         self._expected = self._consumed = self._credit = 0
-        self._scheduled = self._sweep = self._closing = self._reader = self._polling = False
-        self._poll_until = 0.0
+        self._scheduled = self._sweep = self._closing = self._reader = False
         self._api = _wakeup.channel()
         self._sem: int | None = None  # the channel's handle (semaphore address, descriptor)
         self._tick = threading.Event()  # wakes a waiter that only sweeps
@@ -317,38 +316,6 @@ class Notifier:
                 else:
                     fut.set_exception(error_for(s, _cuEventQuery))
             self._finish(item)
-
-    def spin(self, loop: Any) -> None:
-        """Have ``loop`` (running on this thread) poll the pending futures for a while.
-
-        A host function's post reaches the loop tens of microseconds after the work it
-        follows (the driver's thread, then the selector, wake up); polling in between
-        notices the work's end within one pass of the loop, as a blocking synchronize
-        notices it by spinning. Other callbacks keep running between the polls.
-        """
-        spin = SPIN_SECONDS
-        if spin > 0:
-            self._poll_until = time.monotonic() + spin
-            if not self._polling:
-                self._polling = True
-                loop.call_soon(self._poll, loop)
-
-    def _poll(self, loop: Any) -> None:
-        # A sweep's check: the futures it resolves before their posts arrive leave the
-        # credit negative until those posts come, as a cancellation does.
-        with self._lock:
-            live = bool(self._pending) and not self._closing
-            self._sweep = self._sweep or live
-        if live:
-            self.check()
-        with self._lock:
-            again = bool(self._pending) and not self._closing
-            self._polling = again = again and time.monotonic() < self._poll_until
-        if again:
-            try:
-                loop.call_soon(self._poll, loop)
-            except RuntimeError:  # the loop is closed
-                self._polling = False
 
     def _fail(self, items: list[_Item], err: BaseException) -> None:
         for item in items:  # the waiter failed: so do the pending futures (loop's thread)
@@ -631,11 +598,7 @@ def _stream_future(stream: Any, loop: Any) -> Any:
                 "the capture ends (or the stream a GraphExec is launched on)",
             )
         key = stream._key  # the default streams' handles are not one stream each
-        n = notifier_for(loop)
-        fut = n.enqueue(loop, stream.context, h, key if key > 2 else None).fut
-        if _wakeup.on_loop_thread(loop):
-            n.spin(loop)
-        return fut
+        return notifier_for(loop).enqueue(loop, stream.context, h, key if key > 2 else None).fut
     finally:
         _pins.unpin(st)
 
@@ -661,8 +624,6 @@ def _event_future(event: Any, loop: Any) -> Any:
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuStreamWaitEvent)
         item = res.last[i] = n.enqueue(loop, ctx, ps, int(ps))
-        if _wakeup.on_loop_thread(loop):
-            n.spin(loop)
         return item.fut
     finally:
         _pins.unpin(st)
@@ -720,28 +681,51 @@ class Awaitable:
             return _stream_future(self, loop)  # type: ignore[no-any-return]
         return _event_future(self, loop)  # type: ignore[no-any-return]
 
-    def _done_now(self) -> bool:
-        """Whether the awaited work is done (False when unsure: the future decides)."""
+    def _done_now(self) -> bool | None:
+        """Whether the awaited work is done: True, False (busy) or None (unsure).
+
+        None when unsure or unsafe: the future's path decides, and raises what it must.
+        """
         s: Any = self  # a Stream or an Event
         stream = isinstance(s, StreamBase)
         if GUARD.armed or GUARD.open or s._h is None or (stream and s._key <= 2):
-            return False
+            return None
         try:
             st = _pins.pin(s)
         except CudaError:  # closed meanwhile
-            return False
+            return None
         try:
             if not stream:
-                return _cuEventQuery(st.handle)[0] is SUCCESS
-            r = _cuStreamIsCapturing(st.handle)
-            if r[0] is not SUCCESS or r[1] is not _NOT_CAPTURING:
-                return False
-            return _cuStreamQuery(st.handle)[0] is SUCCESS
+                r = _cuEventQuery(st.handle)[0]
+            else:
+                c = _cuStreamIsCapturing(st.handle)
+                if c[0] is not SUCCESS or c[1] is not _NOT_CAPTURING:
+                    return None
+                r = _cuStreamQuery(st.handle)[0]
         finally:
             _pins.unpin(st)
+        return True if r is SUCCESS else False if r is _NOT_READY else None
 
     def __await__(self) -> Generator[Any, None, None]:
-        """``await obj``: at once when the work is done, else :meth:`done_future`."""
-        if self._done_now():
+        """``await obj``: at once when the work is done, else after polling it.
+
+        For :data:`SPIN_SECONDS`, one query per pass of the loop (other tasks run
+        between them), as a blocking synchronize spins; then :meth:`done_future`.
+        """
+        done = self._done_now()
+        if done:
             return iter(())  # type: ignore[return-value]
-        return self.done_future().__await__()
+        if done is None or SPIN_SECONDS <= 0:
+            return self.done_future().__await__()
+        return self._spin()
+
+    def _spin(self) -> Generator[Any, None, None]:
+        deadline = time.monotonic() + SPIN_SECONDS
+        while time.monotonic() < deadline:
+            yield None  # a bare yield: the task runs again on the loop's next pass
+            done = self._done_now()
+            if done:
+                return
+            if done is None:
+                break
+        yield from self.done_future().__await__()
