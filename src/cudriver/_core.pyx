@@ -176,6 +176,7 @@ cdef object _DeviceMemory = None     # _coerce.DeviceMemory
 cdef object _PoolBase = None          # _coerce.PoolBase
 cdef object _WaitCondition = None    # _enums.WaitCondition
 cdef object _LaunchConfig = None     # launch.LaunchConfig
+cdef object _STREAM = None           # stream.Stream
 cdef object _ATTR_64 = None          # DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS, as an int
 cdef dict _ADOPTED = None          # device._adopted
 cdef object _OWNED = None          # device._owned (weak values)
@@ -192,11 +193,12 @@ def configure():
     global _after_event_sync
     global _trampoline_failed, _DeviceMemory, _WaitCondition, _store
     global _ADOPTED, _OWNED, _LEGACY, _CUdeviceptr, _free_async_py, _SUCCESS_TUPLE, _ATTR_64
-    global _LaunchConfig, _PoolBase
+    global _LaunchConfig, _PoolBase, _STREAM
     from cuda.bindings import driver as drv
     from cudriver import _coerce, _enums, _handle, _hostfn, capture, device, errors, memory
-    from cudriver import _ordered, launch
+    from cudriver import _ordered, launch, stream
     _LaunchConfig = launch.LaunchConfig
+    _STREAM = stream.Stream
     _drv = drv
     _CUresult = drv.CUresult
     _GUARD = <GuardCore?>errors.GUARD
@@ -287,7 +289,7 @@ cdef inline object _done(CUresult st):
 cdef inline bint _int_stream(object s, uintptr_t* out) except -1:
     """The stream handle of ``s`` when it is a plain case; False to fall back."""
     cdef HandleRoot r
-    if isinstance(s, StreamCore):
+    if type(s) is _STREAM or isinstance(s, StreamCore):  # the exact type first: no MRO walk
         r = <HandleRoot>s
         if r._h is None:
             return False
