@@ -825,6 +825,39 @@ def test_closing_the_stream_after_asking_is_harmless(ctx: cu.Context, spin_set: 
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("spin", [0.0, 30.0], ids=["no-poll", "poll"])
+def test_closing_the_stream_while_awaiting_it(
+    ctx: cu.Context, spin_set: cu.Kernel, spin: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Polling, the await finds the stream closed and says so (as an await begun after
+    # the close does); without polling its future was taken first and resolves. The
+    # work runs to its end either way.
+    monkeypatch.setattr(aio, "SPIN_SECONDS", spin)
+    buf = zeros(1)
+
+    async def main() -> None:
+        s = cu.Stream(non_blocking=True, context=ctx)
+        spin_set.launch(s, 1, 1, buf, np.uint32(0), np.uint32(5), SLOW)
+
+        async def waiter() -> None:
+            await s
+
+        task = asyncio.create_task(waiter())
+        await asyncio.sleep(0.005)  # the waiter is polling (or holds its future)
+        s.close()
+        if spin:
+            with pytest.raises(cu.ClosedError, match="Stream is closed"):
+                await task
+        else:
+            await task
+        ctx.synchronize()
+        assert buf.copy_to()[0] == 5
+
+    run(main())
+    buf.close()
+
+
+@pytest.mark.gpu
 def test_two_loops_in_two_threads(ctx: cu.Context, spin_set: cu.Kernel) -> None:
     buf = zeros(2)
     streams = [cu.Stream(non_blocking=True, context=ctx) for _ in range(2)]

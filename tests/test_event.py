@@ -91,6 +91,16 @@ class TestEventGPU:
             ev.query()
         with pytest.raises(cu.ClosedError):
             stream.wait(ev)
+        # A closed stream is named, and neither object is left pinned.
+        other, gone = cu.Event(), cu.Stream()
+        gone.close()
+        with pytest.raises(cu.ClosedError, match="Stream is closed"):
+            other.record(gone)
+        assert not other._state.pins
+        assert other._state.busy == 0
+        other.record(stream)  # still usable
+        stream.synchronize()
+        other.close()
 
     def test_ipc_roundtrip(self, stream: cu.Stream) -> None:
         import subprocess
