@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -513,3 +514,40 @@ def test_the_c_floor_without_a_compiler_is_unavailable(
     with pytest.raises(harness.Unavailable, match="no C compiler"):
         peer_c.build(str(tmp_path))
     assert peer_c.CPeer.name in PEERS
+
+
+# -- the call breakdown's prototype -------------------------------------------------------------
+
+
+def test_the_breakdown_prototype_builds_and_calls_its_entry_points(tmp_path: Path) -> None:
+    import importlib.util
+
+    from benchmarks import call_breakdown, peer_c
+
+    if peer_c.compiler() is None or importlib.util.find_spec("Cython") is None:
+        pytest.skip("needs a C compiler and Cython")
+    proto = call_breakdown.build_prototype(str(tmp_path))
+    assert proto is not None
+    seen: list[tuple[int, ...]] = []
+
+    def note(*args: int) -> int:
+        seen.append(args)
+        return 0
+
+    one = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(note)
+    two = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(note)
+    bad = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(lambda a, b: 400)
+
+    def addr(f: Any) -> int:
+        return int(ctypes.cast(f, ctypes.c_void_p).value or 0)
+
+    proto.load(addr(two), addr(one), addr(one), addr(bad), 0)
+    proto.record_held(5, 7)
+    proto.record_released(6, 8)
+    assert proto.query_held(9, 0) is True
+    proto.sync_released(10, 0)
+    assert seen == [(5, 7), (6, 8), (9,), (10,)]
+    with pytest.raises(RuntimeError, match="cuGraphLaunch failed"):
+        proto.graph_held(1, 2)
+    assert proto.nothing(1, 2) is None
+    assert proto.gil_cycle(1000) > 0
