@@ -2,6 +2,8 @@
 
 :class:`Awaitable` is a base of :class:`~cudriver.Stream` and :class:`~cudriver.Event`;
 the documentation's asyncio page describes the design, its costs and its limits.
+``await`` first queries the work; while it is busy it yields to the loop and queries
+again, for :data:`SPIN_SECONDS`, and only then takes a future (:meth:`done_future`).
 
 No Python runs on the driver's thread: the host function is a C function of one
 argument that takes no GIL (see :mod:`cudriver._wakeup`): with the compiled core, one
