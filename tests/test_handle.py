@@ -393,27 +393,3 @@ def test_not_picklable() -> None:
     t = Thing(0x90, [], owned=False)
     with pytest.raises(TypeError, match="cannot pickle"):
         pickle.dumps(t)
-
-
-@pytest.mark.skipif(cu.info()["implementation"] != "compiled", reason="compiled core only")
-def test_objects_never_opened_are_closed_to_the_pinned_calls(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Made without __init__ (the core's fields are None): the pinned calls name the
-    # object as closed instead of failing on its missing state.
-    from cudriver.errors import GUARD
-
-    monkeypatch.setattr(GUARD, "initialized", True)
-    monkeypatch.setattr(GUARD, "armed", False)
-    s = cu.Stream.__new__(cu.Stream)
-    e = cu.Event.__new__(cu.Event)
-    live = cu.Stream.from_handle(0x1230)
-    for call, what in [
-        (s.query, "Stream"),
-        (s.synchronize, "Stream"),
-        (e.query, "Event"),
-        (lambda: e.record(live), "Event"),
-        (lambda: e.record(s), "Event"),
-    ]:
-        with pytest.raises(cu.ClosedError, match=f"{what} is closed"):
-            call()
