@@ -37,7 +37,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -45,7 +44,7 @@ from cuda.bindings import driver as drv
 
 import cudriver as cu
 from benchmarks import peer_c
-from benchmarks.harness import KERNEL_SOURCE, median_of, print_rows
+from benchmarks.harness import KERNEL_SOURCE, median_of, per_call, print_rows
 
 PROTO_SOURCE = r"""
 # cython: language_level=3
@@ -170,19 +169,6 @@ def build_prototype(directory: str) -> Any:
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
     return mod
-
-
-def per_call(f: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[int], float]:
-    """``run(n)``: ``n`` calls of ``f(*args)`` in a Python loop; ns per call."""
-
-    def run(n: int) -> float:
-        rng = range(n)
-        t0 = time.perf_counter_ns()
-        for _ in rng:
-            f(*args)
-        return (time.perf_counter_ns() - t0) / n
-
-    return run
 
 
 def main(argv: list[str] | None = None) -> int:
