@@ -90,11 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         s.synchronize()
         return dt
 
-    impl, hostfn = cu._impl, cu._hostfn
+    core, hostfn = cu._core, cu._hostfn
 
     def core_trampoline(n: int) -> float:
         # The compiled core's trampoline, each key registered as launch_host_func does.
-        fn = impl.core.trampoline_address()
+        fn = core.trampoline_address()
         eager, keys = hostfn._eager, hostfn._keys
         skey, ckey = hi or 1, ctx._key
         t0 = clock()
@@ -132,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows["raw: bindings + ctypes trampoline (Python no-op)"] = median(raw)
         rows["libcuda + C function (no Python)"] = median(c_function)
-        if impl.COMPILED:
-            rows["libcuda + cudriver's C trampoline (Python no-op)"] = median(core_trampoline)
+        rows["libcuda + cudriver's C trampoline (Python no-op)"] = median(core_trampoline)
         rows["cuStreamIsCapturing alone"] = median(capturing)
         rows["Stream.launch_host_func(noop)"] = median(ours)
     finally:

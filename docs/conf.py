@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import sys
 
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src")))
-# The reference is read from the pure-Python implementation: it holds every method in
-# its class, with the signatures and docstrings the compiled core shares.
-os.environ["CUDRIVER_PURE_PYTHON"] = "1"
-
-import cudriver
+try:  # the installed package (its compiled core built at install)
+    import cudriver
+except ImportError:  # a checkout whose core was built in place
+    sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src")))
+    import cudriver
 
 project = "cudriver"
 author = "The cudriver authors"

@@ -27,6 +27,19 @@ from cudriver.program import NvrtcNotFoundError, nvrtc_version
 # -- what this machine has --------------------------------------------------------------
 
 
+def package_root() -> str:
+    """The folder holding the cudriver under test (``src`` in place, or site-packages).
+
+    Child processes put it first on ``PYTHONPATH``, so that they import the same build
+    as the test run: the installed wheel, or the checkout with its core built in place.
+    """
+    from pathlib import Path
+
+    import cudriver
+
+    return str(Path(cudriver.__file__).resolve().parents[1])
+
+
 @functools.cache
 def gpu_unavailable_reason() -> str | None:
     """None when a driver and a device are usable, else why not (probed once)."""
@@ -275,7 +288,7 @@ def run_ranks(argv: list[str], world_size: int, timeout: float) -> list[tuple[in
     """Run ``argv`` as ``world_size`` processes set up as ``torchrun`` would set them up.
 
     Each gets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1 and a free
-    MASTER_PORT, the repository's ``src`` first on PYTHONPATH, faulthandler armed.
+    MASTER_PORT, the tested cudriver first on PYTHONPATH, faulthandler armed.
     Their output goes to files, never to pipes: a rank blocked writing to a full pipe
     that nobody reads would hold up the others inside a collective. Returns (exit
     status, stdout, stderr) per rank; a rank past ``timeout`` is killed (status -9).
@@ -285,7 +298,7 @@ def run_ranks(argv: list[str], world_size: int, timeout: float) -> list[tuple[in
     import tempfile
     from pathlib import Path
 
-    src = str(Path(__file__).resolve().parent.parent / "src")
+    src = package_root()
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         procs = []

@@ -16,7 +16,7 @@ import pytest
 import cudriver as cu
 from cudriver import _compile_cache as cc
 
-from ._support import AXPY_KERNEL, needs_nvrtc
+from ._support import AXPY_KERNEL, needs_nvrtc, package_root
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -275,7 +275,7 @@ def test_eight_processes_compiling_one_new_source_leave_one_entry(cache_dir: Pat
     )
     src_file = cache_dir.parent / "kernel.cu"
     src_file.write_text(src)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), *sys.path]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_root(), *sys.path]))
     start = str(time.time() + 3.0)
     procs = [
         subprocess.Popen(

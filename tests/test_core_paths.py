@@ -1,10 +1,8 @@
-"""The compiled core's paths against the pure ones, and the faults they must survive.
+"""The compiled fast paths against their slow paths, and the faults they must survive.
 
-The whole suite runs in both implementations; the tests here add what only the split
-can break: a compiled method and the pure method it falls back to must give the same
-result or the same error for every input, and the compiled host-function trampoline
-must survive what the ctypes one survives (exceptions, several threads, exit while host
-functions are still queued).
+A compiled method and the slow path it falls back to must give the same result or the
+same error for every input, and the C host-function trampoline must survive exceptions,
+several threads, and exit while host functions are still queued.
 """
 
 from __future__ import annotations
@@ -16,12 +14,9 @@ import numpy as np
 import pytest
 
 import cudriver as cu
-from cudriver import _impl
 
 from ._support import AXPY_KERNEL, load_kernels
 from .test_safety import run_isolated
-
-compiled_only = pytest.mark.skipif(not _impl.COMPILED, reason="the compiled core is not in use")
 
 
 def _outcome(call: Callable[[], Any]) -> tuple[str, str]:
@@ -32,13 +27,12 @@ def _outcome(call: Callable[[], Any]) -> tuple[str, str]:
     return "returned", repr(r)
 
 
-def _same(compiled: Callable[..., Any], pure: Callable[..., Any], *args: Any, **kw: Any) -> None:
+def _same(compiled: Callable[..., Any], slow: Callable[..., Any], *args: Any, **kw: Any) -> None:
     a = _outcome(lambda: compiled(*args, **kw))
-    b = _outcome(lambda: pure(*args, **kw))
+    b = _outcome(lambda: slow(*args, **kw))
     assert a == b, (args, kw)
 
 
-@compiled_only
 @pytest.mark.gpu
 def test_memory_operations_fall_back_with_the_same_errors(ctx: cu.Context) -> None:
     s = cu.Stream(context=ctx)
@@ -71,20 +65,20 @@ def test_memory_operations_fall_back_with_the_same_errors(ctx: cu.Context) -> No
         ]
         s.write_value64(buf, 0)  # the first call reads the device's 64-bit capability
         for addr, value in bad:
-            _same(cu.Stream.write_value32, cu.Stream._py_write_value32, s, addr, value)
-            _same(cu.Stream.wait_value32, cu.Stream._py_wait_value32, s, addr, value)
+            _same(cu.Stream.write_value32, cu.Stream._write_value32_slow, s, addr, value)
+            _same(cu.Stream.wait_value32, cu.Stream._wait_value32_slow, s, addr, value)
         for addr, value in bad64:
-            _same(cu.Stream.write_value64, cu.Stream._py_write_value64, s, addr, value)
-            _same(cu.Stream.wait_value64, cu.Stream._py_wait_value64, s, addr, value)
+            _same(cu.Stream.write_value64, cu.Stream._write_value64_slow, s, addr, value)
+            _same(cu.Stream.wait_value64, cu.Stream._wait_value64_slow, s, addr, value)
         for cond in (None, 7, -1, "GEQ", cu.WaitCondition.GEQ):  # waits for >= 0: satisfied
-            _same(cu.Stream.wait_value32, cu.Stream._py_wait_value32, s, buf, 0, cond)
-            _same(cu.Stream.wait_value64, cu.Stream._py_wait_value64, s, buf, 0, cond)
-        # The fast paths write what the pure ones do.
+            _same(cu.Stream.wait_value32, cu.Stream._wait_value32_slow, s, buf, 0, cond)
+            _same(cu.Stream.wait_value64, cu.Stream._wait_value64_slow, s, buf, 0, cond)
+        # The fast paths write what the slow ones do.
         for write, width, dtype in (
             (cu.Stream.write_value32, 4, np.uint32),
-            (cu.Stream._py_write_value32, 4, np.uint32),
+            (cu.Stream._write_value32_slow, 4, np.uint32),
             (cu.Stream.write_value64, 8, np.uint64),
-            (cu.Stream._py_write_value64, 8, np.uint64),
+            (cu.Stream._write_value64_slow, 8, np.uint64),
         ):
             big = (1 << (8 * width)) - 3
             write(s, (buf, 8), big)
@@ -96,7 +90,6 @@ def test_memory_operations_fall_back_with_the_same_errors(ctx: cu.Context) -> No
         s.close()
 
 
-@compiled_only
 @pytest.mark.gpu
 def test_launches_fall_back_with_the_same_errors(ctx: cu.Context) -> None:
     k = load_kernels(ctx, AXPY_KERNEL, "axpy")["axpy"]
@@ -125,24 +118,24 @@ def test_launches_fall_back_with_the_same_errors(ctx: cu.Context) -> None:
             (s, cu.LaunchConfig(priority=0), 1.0, x, y, 32),  # a config without a shape
         ]
         for args in cases:
-            _same(cu.Kernel.launch, cu.Kernel._py_launch, k, *args)
-        _same(cu.Kernel.launch, cu.Kernel._py_launch, k, *cases[0], shared_mem=-1)
-        _same(cu.Kernel.launch, cu.Kernel._py_launch, k, s, 1, 32, 1.0, x, y, 32, shared_mem=1.5)
+            _same(cu.Kernel.launch, cu.Kernel._launch_slow, k, *args)
+        _same(cu.Kernel.launch, cu.Kernel._launch_slow, k, *cases[0], shared_mem=-1)
+        _same(cu.Kernel.launch, cu.Kernel._launch_slow, k, s, 1, 32, 1.0, x, y, 32, shared_mem=1.5)
         plan = k.prepare(1, 32, 1.0, x, y, 32)
         for st in (closed_stream, "stream", 3.0, None):
-            _same(cu.LaunchPlan.launch, cu.LaunchPlan._py_launch, plan, st)
+            _same(cu.LaunchPlan.launch, cu.LaunchPlan._launch_slow, plan, st)
         ev = cu.Event()
         for st in (closed_stream, "stream", -1, None):
-            _same(cu.Event.record, cu.Event._py_record, ev, st)
+            _same(cu.Event.record, cu.Event._record_slow, ev, st)
         for other in (closed_stream, "x", 5.0):
-            _same(cu.Stream.wait, cu.Stream._py_wait, s, other)
-        _same(cu.Stream.record, cu.Stream._py_record, s, "event")
+            _same(cu.Stream.wait, cu.Stream._wait_slow, s, other)
+        _same(cu.Stream.record, cu.Stream._record_slow, s, "event")
         s.synchronize()
-        # The fast path packs exactly what the pure one does.
+        # The fast path packs exactly what the slow one does.
         y.fill(0)
         for args in ((2.0, x, y, 32), (np.float32(2.0), x, y, np.int32(32))):
             k.launch(s, 1, 32, *args)
-            k._py_launch(s, 1, 32, *args)
+            k._launch_slow(s, 1, 32, *args)
         got = np.empty(32, np.float32)
         y.copy_to(got)
         assert (got == 8.0).all()
@@ -151,9 +144,8 @@ def test_launches_fall_back_with_the_same_errors(ctx: cu.Context) -> None:
             o.close()
 
 
-@compiled_only
 @pytest.mark.gpu
-def test_configured_launches_run_in_c_with_the_pure_results(
+def test_configured_launches_run_in_c_with_the_slow_results(
     ctx: cu.Context, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     k = load_kernels(ctx, AXPY_KERNEL, "axpy")["axpy"]
@@ -166,7 +158,7 @@ def test_configured_launches_run_in_c_with_the_pure_results(
     try:
         k.launch(s, 2, 32, 1.0, x, y, 64)  # learn the layout
         fallbacks: list[str] = []
-        real, real_plan = cu.Kernel._py_launch, cu.LaunchPlan._py_launch
+        real, real_plan = cu.Kernel._launch_slow, cu.LaunchPlan._launch_slow
 
         def counted(*a: Any, **kw: Any) -> Any:
             fallbacks.append("launch")
@@ -176,15 +168,15 @@ def test_configured_launches_run_in_c_with_the_pure_results(
             fallbacks.append("plan")
             return real_plan(*a, **kw)
 
-        monkeypatch.setattr(cu.Kernel, "_py_launch", counted)
-        monkeypatch.setattr(cu.LaunchPlan, "_py_launch", counted_plan)
+        monkeypatch.setattr(cu.Kernel, "_launch_slow", counted)
+        monkeypatch.setattr(cu.LaunchPlan, "_launch_slow", counted_plan)
         k.launch(s, 2, 32, 2.0, x, y, 64, config=cfg)
         plan = k.prepare(2, 32, 3.0, x, y, 64, config=cfg)
         plan.launch(s)
         s.synchronize()
         assert fallbacks == []  # both went through cuLaunchKernelEx in C
         assert (y.copy_to().view(np.float32) == 6.0).all()  # 1 + 2 + 3
-        # A config with the shape, in place of grid and block: the pure path takes the
+        # A config with the shape, in place of grid and block: the slow path takes the
         # shape from it once, then the launch runs in C with the config's attributes.
         shaped = cu.LaunchConfig(grid=2, block=32, priority=0)
         k.launch(s, shaped, 1.0, x, y, 64)
@@ -203,9 +195,9 @@ def test_configured_launches_run_in_c_with_the_pure_results(
         if ctx.device.compute_capability >= (9, 0):
             cases.append(((s, 3, 32, 1.0, x, y, 64), {"config": cu.LaunchConfig(cluster=2)}))
         for args, kw in cases:
-            _same(cu.Kernel.launch, cu.Kernel._py_launch, k, *args, **kw)
+            _same(cu.Kernel.launch, cu.Kernel._launch_slow, k, *args, **kw)
         for st in (closed_stream, "stream", None):
-            _same(cu.LaunchPlan.launch, cu.LaunchPlan._py_launch, plan, st)
+            _same(cu.LaunchPlan.launch, cu.LaunchPlan._launch_slow, plan, st)
         s.synchronize()
     finally:
         for o in (x, y, s):
@@ -229,20 +221,19 @@ _BUFFER_FIELDS = (
 )
 
 
-def _pure_buffer(nbytes: int, **kw: Any) -> cu.DeviceBuffer:
+def _slow_buffer(nbytes: int, **kw: Any) -> cu.DeviceBuffer:
     b = cu.DeviceBuffer.__new__(cu.DeviceBuffer)
-    cu.DeviceBuffer._py___init__(b, nbytes, **kw)
+    cu.DeviceBuffer._init_slow(b, nbytes, **kw)
     return b
 
 
-@compiled_only
 @pytest.mark.gpu
-def test_buffers_from_the_compiled_constructor_match_the_pure_ones(ctx: cu.Context) -> None:
+def test_buffers_from_the_compiled_constructor_match_the_slow_ones(ctx: cu.Context) -> None:
     s = cu.Stream(context=ctx)
     try:
         for kw in ({}, {"stream": s}):
             a = cu.DeviceBuffer(4096, **kw)
-            b = _pure_buffer(4096, **kw)
+            b = _slow_buffer(4096, **kw)
             try:
                 for f in _BUFFER_FIELDS:
                     assert getattr(a, f) == getattr(b, f), (kw, f)
@@ -273,12 +264,11 @@ def test_buffers_from_the_compiled_constructor_match_the_pure_ones(ctx: cu.Conte
             (1 << 60, {"stream": s}),
         ]
         for n, kw in bad:
-            _same(cu.DeviceBuffer, _pure_buffer, n, **kw)
+            _same(cu.DeviceBuffer, _slow_buffer, n, **kw)
     finally:
         s.close()
 
 
-@compiled_only
 @pytest.mark.gpu
 def test_compiled_methods_refuse_inside_host_functions(stream: cu.Stream) -> None:
     seen: list[str] = []

@@ -37,12 +37,12 @@ keeps module-level state (contexts, streams, the releasing thread, the call guar
 each page must start from none, as a reader's script does; a crash or a hang on a GPU
 page must fail that page's test, not end the test run. The child runs with
 ``-X faulthandler`` (a crash prints every thread's stack), dumps the stacks and exits
-shortly before ``TIMEOUT_S``, has this interpreter, this environment
-(``CUDRIVER_PURE_PYTHON`` included) and the repository's ``src`` first on
-``PYTHONPATH``, turns warnings into errors as the test suite does, and works in a fresh
-temporary directory rather than the repository's root, so that the files an example
-writes (``Path("kernels.cubin")``) land there; nothing on the pages reads a repository
-file by a relative path. A failing block is reported with its page, the line of its
+shortly before ``TIMEOUT_S``, has this interpreter, this environment and the tested
+cudriver (the installed package, or ``src`` built in place) first on ``PYTHONPATH``,
+turns warnings into errors as the test suite does, and works in a fresh temporary
+directory rather than the repository's root, so that the files an example writes
+(``Path("kernels.cubin")``) land there; nothing on the pages reads a repository file
+by a relative path. A failing block is reported with its page, the line of its
 opening fence and the traceback, whose lines are the page's own.
 
 Run the GPU blocks on a machine with a GPU:
@@ -62,7 +62,7 @@ from pathlib import Path
 
 import pytest
 
-from ._support import needs_nvrtc, nvrtc_missing_reason
+from ._support import needs_nvrtc, nvrtc_missing_reason, package_root
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -299,7 +299,7 @@ def run_blocks(
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "src"), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
+        [package_root(), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
     )
     env["PYTHONUNBUFFERED"] = "1"
     cmd = [sys.executable, "-X", "faulthandler", "-c", CHILD, str(spec_path)]

@@ -1,8 +1,8 @@
 """The scripts in examples/: each one runs, and each one is tested, compiles and is documented.
 
-Every example runs in a subprocess with this interpreter, the repository's ``src`` first
-on ``PYTHONPATH`` and the rest of the environment kept (``CUDRIVER_PURE_PYTHON``
-included, so the examples run in whichever implementation the suite runs in). A script
+Every example runs in a subprocess with this interpreter, the tested cudriver (the
+installed package, or ``src`` built in place) first on ``PYTHONPATH`` and the rest of
+the environment kept. A script
 reports success with the last line ``NAME: OK`` and exit status 0.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ._support import nccl_ranks_unavailable_reason, needs_nvrtc, run_ranks
+from ._support import nccl_ranks_unavailable_reason, needs_nvrtc, package_root, run_ranks
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -31,7 +31,7 @@ def example_names() -> list[str]:
 def run_example(name: str) -> None:
     """Run ``examples/NAME.py``; fail with its output unless it ends in ``NAME: OK``."""
     env = dict(os.environ)
-    paths = [str(ROOT / "src")]
+    paths = [package_root()]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)

@@ -872,9 +872,9 @@ def test_dropped_stream_ordered_buffers_are_freed(
     ctx: cu.Context, stream: cu.Stream, during: str
 ) -> None:
     # A stream-ordered buffer dropped without close() is freed (cuMemFreeAsync): in
-    # place with the compiled core when nothing forbids it, else by the releasing
+    # place when nothing forbids it, else by the releasing
     # thread; beside a capture it waits for the capture's end and leaves it intact.
-    from cudriver import _handle, _impl
+    from cudriver import _handle
 
     pool = cu.MemoryPool.default()
     stream.synchronize()
@@ -888,7 +888,7 @@ def test_dropped_stream_ordered_buffers_are_freed(
     try:
         for _ in range(200):
             cu.DeviceBuffer(1 << 20, stream=stream)  # dropped at once
-        if _impl.COMPILED and not capturing:
+        if not capturing:
             assert _handle.pending_releases() == 0  # none was queued
     finally:
         if capturing:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from . import _bindings, _impl, aio, checkpoint, compat, driver, nccl
+from . import _bindings, _core, aio, checkpoint, compat, driver, nccl
 from ._bindings import log_driver_messages
 from ._coerce import StreamLike, SupportsCudaStream
 from ._compile_cache import clear_compile_cache, compile_cache_info
@@ -103,15 +103,14 @@ def info() -> dict[str, Any]:
     -------
     dict
         ``version`` (cudriver's), ``bindings`` (cuda.bindings'), ``implementation``
-        (``"compiled"`` when the compiled core runs the hot paths, ``"pure-python"``
-        otherwise) and ``implementation_reason`` (why: the core loaded, is not built,
-        or ``CUDRIVER_PURE_PYTHON`` is set).
+        (always ``"compiled"``: the compiled core is part of every install) and
+        ``implementation_reason`` (``"compiled core loaded"``).
     """
     return {
         "version": __version__,
         "bindings": _bindings.version_string(),
-        "implementation": _impl.IMPLEMENTATION,
-        "implementation_reason": _impl.REASON,
+        "implementation": _core.IMPLEMENTATION,
+        "implementation_reason": _core.REASON,
     }
 
 
@@ -235,5 +234,4 @@ def _publish() -> None:
 
 
 _publish()
-if _impl.COMPILED:
-    _impl.core.configure()
+_core.configure()

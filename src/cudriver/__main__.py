@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__, _impl
+from . import __version__, _core
 from ._bindings import MAJOR as BINDINGS_MAJOR
 from ._bindings import version_string
 from ._enums import DeviceAttribute
@@ -84,8 +84,8 @@ def collect() -> tuple[dict[str, Any], int]:
     """
     report: dict[str, Any] = {
         "cudriver": __version__,
-        "implementation": _impl.IMPLEMENTATION,
-        "implementation_reason": _impl.REASON,
+        "implementation": _core.IMPLEMENTATION,
+        "implementation_reason": _core.REASON,
         "cuda_bindings": version_string(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),

@@ -2,18 +2,23 @@
 # cython: cdivision=True, auto_pickle=False
 """The compiled core: C fields for handles and C bodies for the hot methods.
 
-Built from this file when a C compiler is present at install time; ``cudriver._impl``
-decides whether it is used. No CUDA header is needed: the few driver entry points
-used here are looked up once, through ``cuda.bindings.driver.cuGetProcAddress``, and
-called as C function pointers, so one build serves every cuda-bindings 12.x and 13.x.
+Built at install time (Cython and a C compiler; no CUDA header is needed): the few
+driver entry points used here are looked up once, through
+``cuda.bindings.driver.cuGetProcAddress``, and called as C function pointers, so one
+build serves every cuda-bindings 12.x and 13.x.
 
-Every compiled method handles the common case and otherwise calls the pure-Python
-method it replaces (``self._py_<name>``), before any side effect: the same checks,
-errors and bookkeeping then apply as in pure mode. The common case is: the driver
-initialised and no host function running (the call guard not armed), the object
-open, a cudriver (or None, or int) stream, no capture begun through cudriver open,
-and arguments of the plain types (ints, floats, cudriver buffers).
+Every compiled method handles the common case and otherwise calls its slow path, a
+plainly named Python method of the public class (``Stream._synchronize_slow``, ...),
+before any side effect: the slow path makes the checks, raises the errors and keeps
+the bookkeeping of everything else. The common case is: the driver initialised and
+no host function running (the call guard not armed), the object open, a cudriver
+(or None, or int) stream, no capture begun through cudriver open, and arguments of
+the plain types (ints, floats, cudriver buffers).
 """
+
+#: What ``cudriver.info()`` reports: the compiled core is part of every install.
+IMPLEMENTATION = "compiled"
+REASON = "compiled core loaded"
 
 cimport cython
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
@@ -67,8 +72,10 @@ cdef enum:
     MAX_PARAM_WORDS = 512  # MAX_PARAM_BYTES / 8
     LAUNCH_ATTR_BYTES = 72  # sizeof(CUlaunchAttribute)
 
-# The default of wait_value32's cond (WaitCondition.GEQ, told apart from an explicit one).
-cdef object _GEQ_DEFAULT = object()
+from cudriver._enums import WaitCondition as _WaitConditionEnum
+
+# The default condition of the waits (their slow paths default to it as well).
+cdef object _GEQ_DEFAULT = _WaitConditionEnum.GEQ
 
 # -- driver entry points ----------------------------------------------------------------
 cdef bint _loaded = False
@@ -251,7 +258,7 @@ cdef class GuardCore:
 
 
 cdef object _error(CUresult status, str name):
-    """The exception for ``status`` from driver function ``name`` (as pure mode builds it)."""
+    """The exception for ``status`` from driver function ``name`` (as the slow paths build it)."""
     try:
         code = _CUresult(status)
     except ValueError:
@@ -295,7 +302,7 @@ cdef inline bint _int_stream(object s, uintptr_t* out) except -1:
             return False
         out[0] = <uintptr_t>r._key
         return True
-    return False  # None (refused by the pure path), a foreign stream, an int, ...
+    return False  # None (refused by the slow path), a foreign stream, an int, ...
 
 
 cdef inline object _pin(object o):
@@ -327,11 +334,10 @@ cdef inline int _unpin(object state) except -1:
 cdef class HandleRoot:
     """The C fields of every handle: the raw handle, its int value, its release state.
 
-    An object collected while open queues its release (``_handle._collected``), as the
-    ``weakref.finalize`` of the pure implementation does. The state is held by a
-    reference the garbage collector does not see, as the pure implementation's
-    finaliser registry holds it: a collection never clears the state of an object it
-    frees, and what the state keeps (the objects this one depends on) stays alive
+    An object collected while open queues its release (``_handle._collected``). The
+    state is held by a reference the garbage collector does not see (as a
+    ``weakref.finalize`` registry would hold it): a collection never clears the state
+    of an object it frees, and what the state keeps (the objects this one depends on) stays alive
     until the release has run.
     """
 
@@ -379,10 +385,17 @@ cdef class StreamCore(HandleRoot):
     """Compiled methods of :class:`cudriver.Stream`."""
 
     def synchronize(self):
+        """Block until all work on the stream has completed (``cuStreamSynchronize``).
+
+        Then runs the releases that waited for a safe moment (objects collected on
+        the host-function thread or during a capture), and raises
+        :class:`~cudriver.HostCallbackError` if a host function that ran on this
+        stream raised since the last synchronisation.
+        """
         cdef CUresult st
         cdef void* h
         if not _fast() or self._h is None or p_stream_sync == NULL:
-            return self._py_synchronize()
+            return self._synchronize_slow()
         h = <void*><uintptr_t>self._key
         # Pinned for the wait: a close() on another thread meanwhile destroys the stream
         # only after it.
@@ -398,9 +411,10 @@ cdef class StreamCore(HandleRoot):
             _after_sync(self._key)
 
     def query(self):
+        """Whether all work on the stream has completed (``cuStreamQuery``); never blocks."""
         cdef CUresult st
         if not _fast() or self._h is None or p_stream_query == NULL:
-            return self._py_query()
+            return self._query_slow()
         st = p_stream_query(<void*><uintptr_t>self._key)
         if st == SUCCESS:
             return True
@@ -424,12 +438,19 @@ cdef class StreamCore(HandleRoot):
         return _done(p_stream_query(h))
 
     def wait(self, other):
+        """Make later work on this stream wait for ``other`` (``cuStreamWaitEvent``).
+
+        ``other`` is an :class:`~cudriver.Event` (waits for its last record) or a
+        stream-like object (waits for the work enqueued on it so far, through a
+        temporary event recorded there with ``cuEventRecord``). Does not block the
+        host; the temporary event is the only allocation.
+        """
         cdef CUresult st
         cdef void* h
         cdef void* e
         if (not _fast() or self._h is None or p_stream_wait_event == NULL
                 or not isinstance(other, EventCore) or (<HandleRoot>other)._h is None):
-            return self._py_wait(other)
+            return self._wait_slow(other)
         h = <void*><uintptr_t>self._key
         e = <void*><uintptr_t>(<HandleRoot>other)._key
         pin = _pin(self)
@@ -442,12 +463,18 @@ cdef class StreamCore(HandleRoot):
             raise _error(st, "cuStreamWaitEvent")
 
     def record(self, event=None):
+        """Record ``event`` (a new timing-less one when None) on this stream.
+
+        Calls ``cuEventRecord`` (and ``cuEventCreate`` when ``event`` is None); returns
+        the event. For :meth:`Event.elapsed_ms`, pass events created with
+        ``Event(timing=True)``.
+        """
         cdef CUresult st
         cdef void* h
         cdef void* e
         if (not _fast() or self._h is None or p_event_record == NULL
                 or not isinstance(event, EventCore) or (<HandleRoot>event)._h is None):
-            return self._py_record(event)
+            return self._record_slow(event)
         h = <void*><uintptr_t>self._key
         e = <void*><uintptr_t>(<HandleRoot>event)._key
         pin = _pin(self)
@@ -462,27 +489,70 @@ cdef class StreamCore(HandleRoot):
         return event
 
     def __cuda_stream__(self):
+        """The ``__cuda_stream__`` protocol: ``(0, handle as int)``."""
         if self._h is None:
-            return self._py___cuda_stream__()
+            return self._cuda_stream_slow()
         return (0, self._key)
 
     def launch_host_func(self, fn, /, *args, **kwargs):
+        """Run ``fn(*args, **kwargs)`` on a driver thread when the stream reaches this point.
+
+        Calls ``cuLaunchHostFunc``. The function runs after all work enqueued on the
+        stream before it; work enqueued after it waits until it returns. Does not
+        block and does not allocate device memory.
+
+        Inside a capture (``with stream.capture() as g:``) a host node is recorded
+        instead; it runs on every replay of every executable graph made from ``g``.
+        ``fn`` and its arguments are kept alive until the function has run (eager), or
+        as long as the graph and every executable graph made from it (captured),
+        also when the caller keeps no reference to them.
+
+        Parameters
+        ----------
+        fn
+            Any callable. It must not call CUDA (no driver call of any kind: the
+            driver forbids it in host functions, and a synchronising call would
+            deadlock the stream).
+        *args, **kwargs
+            Passed to ``fn``.
+
+        Notes
+        -----
+        * The driver thread takes the GIL to run ``fn``; work behind it on the stream
+          waits meanwhile. (cuda-bindings 12.x calls do not always release the GIL,
+          so waiting on such a stream from Python can deadlock there.)
+        * Each one costs several microseconds, mostly the driver's hand-off (see the
+          performance page); to signal completion at high rates use
+          :meth:`write_value32` on mapped memory.
+        * An exception raised by ``fn`` does not stop the stream. The next
+          ``synchronize()`` of this stream (for a graph: of the stream it was launched
+          on) or ``Context.synchronize()`` re-raises it as
+          :class:`~cudriver.HostCallbackError` (all of them in ``.errors``); one
+          never collected goes to :data:`sys.unraisablehook` when the stream closes.
+
+        Raises
+        ------
+        TypeError
+            ``fn`` is not callable.
+        ClosedError
+            The stream is closed.
+        """
         cdef CUresult st
         cdef int status = 0
         cdef void* h
         cdef uintptr_t key
         if (not _fast() or self._h is None or p_launch_host_func == NULL
                 or p_is_capturing == NULL or not callable(fn)):
-            return self._py_launch_host_func(fn, *args, **kwargs)
+            return self._launch_host_func_slow(fn, *args, **kwargs)
         ctx = self._context
         if ctx is None:
-            return self._py_launch_host_func(fn, *args, **kwargs)
+            return self._launch_host_func_slow(fn, *args, **kwargs)
         h = <void*><uintptr_t>self._key
         st = p_is_capturing(h, &status)
         if st != SUCCESS:
             raise _error(st, "cuStreamIsCapturing")
-        if status != 0:  # captured: the pure path keeps the record with the graph
-            return self._py_launch_host_func(fn, *args, **kwargs)
+        if status != 0:  # captured: the slow path keeps the record with the graph
+            return self._launch_host_func_slow(fn, *args, **kwargs)
         k = next(_KEYS)
         key = <uintptr_t>k
         # What the trampoline needs, as a tuple (no record object): registered before
@@ -497,24 +567,99 @@ cdef class StreamCore(HandleRoot):
             raise _error(st, "cuLaunchHostFunc")
 
     def write_value32(self, addr, value, *, no_memory_barrier=False):
+        """Write a 32-bit ``value`` to ``addr`` when the stream reaches this point.
+
+        Calls ``cuStreamWriteValue32``; does not block or allocate. Captured as a
+        memory-operation node inside a capture.
+
+        Parameters
+        ----------
+        addr
+            A device buffer, a device-mapped pinned buffer, ``(buffer, byte_offset)``,
+            a ``CUdeviceptr`` or an int; 4-byte aligned.
+        value
+            ``0 <= value < 2**32``.
+        no_memory_barrier
+            Skip the memory barrier before the write
+            (``CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER``): earlier writes by the stream
+            may become visible after this one. The CUDA 12+ driver API documents this
+            flag as unsupported; a driver that refuses it raises
+            :class:`~cudriver.NotSupportedError`.
+
+        Raises
+        ------
+        ValueError
+            The value does not fit, the address is misaligned or beyond the buffer.
+        NotSupportedError
+            The driver refused ``no_memory_barrier=True``.
+        """
         if no_memory_barrier is not False or not _memop(self, addr, value, 4, 0, False):
-            return self._py_write_value32(addr, value, no_memory_barrier=no_memory_barrier)
+            return self._write_value32_slow(addr, value, no_memory_barrier=no_memory_barrier)
 
     def wait_value32(self, addr, value, cond=_GEQ_DEFAULT, *, flush=False):
+        """Make later work wait until the 32-bit value at ``addr`` meets ``cond``.
+
+        Calls ``cuStreamWaitValue32``; does not block the host or allocate. Captured
+        as a memory-operation node inside a capture.
+
+        Parameters
+        ----------
+        addr
+            As for :meth:`write_value32`; 4-byte aligned.
+        value
+            Compared with the memory value as ``cond`` says; ``0 <= value < 2**32``.
+        cond
+            A :class:`~cudriver.WaitCondition`: ``GEQ`` (default), ``EQ``, ``AND`` or
+            ``NOR``.
+        flush
+            Also flush remote writes once the wait ends
+            (``CU_STREAM_WAIT_VALUE_FLUSH``).
+
+        Raises
+        ------
+        NotSupportedError
+            ``NOR`` without ``CAN_USE_STREAM_WAIT_VALUE_NOR``, or ``flush`` without
+            ``CAN_FLUSH_REMOTE_WRITES``.
+        ValueError
+            The value does not fit, the address is misaligned or beyond the buffer.
+        """
         if flush is not False or not _memop(self, addr, value, 4, _cond(cond), True):
-            if cond is _GEQ_DEFAULT:
-                return self._py_wait_value32(addr, value, flush=flush)
-            return self._py_wait_value32(addr, value, cond, flush=flush)
+            return self._wait_value32_slow(addr, value, cond, flush=flush)
 
     def write_value64(self, addr, value, *, no_memory_barrier=False):
+        """Write a 64-bit ``value`` to ``addr`` when the stream reaches this point.
+
+        Calls ``cuStreamWriteValue64``; does not block or allocate. As
+        :meth:`write_value32`, with ``0 <= value < 2**64`` and an 8-byte aligned
+        address.
+
+        Raises
+        ------
+        NotSupportedError
+            The device lacks ``CAN_USE_64_BIT_STREAM_MEM_OPS``.
+        ValueError
+            The value does not fit, the address is misaligned or beyond the buffer.
+        """
         if no_memory_barrier is not False or not _memop(self, addr, value, 8, 0, False):
-            return self._py_write_value64(addr, value, no_memory_barrier=no_memory_barrier)
+            return self._write_value64_slow(addr, value, no_memory_barrier=no_memory_barrier)
 
     def wait_value64(self, addr, value, cond=_GEQ_DEFAULT, *, flush=False):
+        """Make later work wait until the 64-bit value at ``addr`` meets ``cond``.
+
+        Calls ``cuStreamWaitValue64``; does not block the host or allocate. As
+        :meth:`wait_value32`, with ``0 <= value < 2**64`` and an 8-byte aligned
+        address.
+
+        Raises
+        ------
+        NotSupportedError
+            The device lacks ``CAN_USE_64_BIT_STREAM_MEM_OPS`` (or the attribute
+            ``NOR`` or ``flush`` need).
+        ValueError
+            The value does not fit, the address is misaligned or beyond the buffer.
+        """
         if flush is not False or not _memop(self, addr, value, 8, _cond(cond), True):
-            if cond is _GEQ_DEFAULT:
-                return self._py_wait_value64(addr, value, flush=flush)
-            return self._py_wait_value64(addr, value, cond, flush=flush)
+            return self._wait_value64_slow(addr, value, cond, flush=flush)
 
 
 cdef inline int _cond(object cond) except -2:
@@ -528,7 +673,7 @@ cdef inline int _cond(object cond) except -2:
 
 cdef bint _memop(StreamCore self, object addr, object value, int width, int cond,
                  bint wait) except -1:
-    """A write or wait of ``width`` bytes (4 or 8) in C; False to take the pure path.
+    """A write or wait of ``width`` bytes (4 or 8) in C; False to take the slow path.
 
     ``cond`` is the wait's condition (0-2) or 0 for a write; no flush or barrier flag."""
     cdef uint64_t a
@@ -567,7 +712,7 @@ cdef bint _memop(StreamCore self, object addr, object value, int width, int cond
 
 cdef inline bint _can_use_64(object stream) except -1:
     """Whether the stream's device is known (from its attribute cache) to take 64-bit
-    memory operations; when not known yet, the pure path asks the driver and fills the
+    memory operations; when not known yet, the slow path asks the driver and fills the
     cache, or raises the NotSupportedError."""
     ctx = stream._context
     if ctx is None:
@@ -639,12 +784,12 @@ cdef void _trampoline(void* data) noexcept nogil:
 
 cdef void _run_record(uintptr_t key) noexcept with gil:
     # An eager host function's entry is a tuple (fn, args, kwargs or None, stream key,
-    # context key); a record otherwise (the pure enqueue, captured host functions).
+    # context key); a record otherwise (the slow enqueue, captured host functions).
     global cudriver_in_hostfn
     try:
         k = key
         rec = _EAGER.pop(k, None)
-        if rec is None:  # a captured record: the pure path finds and accounts for it
+        if rec is None:  # a captured record: _hostfn finds and accounts for it
             rec = _find_record(k)
             if rec is None:
                 return
@@ -657,8 +802,7 @@ cdef void _run_record(uintptr_t key) noexcept with gil:
             args = rec.args
             kwargs = rec.kwargs
         # The guard: this thread's C flag (the compiled paths) and the process-wide
-        # count that arms the pure paths' check. Only C code changes the count in
-        # compiled mode, always with the GIL held, so it needs no lock.
+        # count that arms the slow paths' check. Only C code changes the count, always with the GIL held, so it needs no lock.
         _GUARD.running += 1
         _GUARD.armed = True
         cudriver_in_hostfn = 1
@@ -689,6 +833,11 @@ def in_host_function():
     return bool(cudriver_in_hostfn)
 
 
+def run_record(key):
+    """Run host function ``key`` as the trampoline does, on this thread (for tests)."""
+    _run_record(<uintptr_t>key)
+
+
 def trampoline_address():
     """The address of the C host-function trampoline (it lives as long as the process)."""
     return <uintptr_t>_trampoline
@@ -715,12 +864,18 @@ cdef class EventCore(HandleRoot):
     cdef public unsigned long long _recorded_on
 
     def record(self, stream):
+        """Record the event on ``stream`` (``cuEventRecord``); returns ``self``.
+
+        ``stream`` is a :class:`~cudriver.Stream`, any ``__cuda_stream__`` object, a
+        ``CUstream`` or an int; None is refused (``TypeError``): for the legacy
+        default stream pass :meth:`Stream.legacy`. Does not block or allocate.
+        """
         cdef CUresult st
         cdef uintptr_t s = 0
         cdef void* e
         if (not _fast() or self._h is None or p_event_record == NULL
                 or not _int_stream(stream, &s)):
-            return self._py_record(stream)
+            return self._record_slow(stream)
         e = <void*><uintptr_t>self._key
         pin = _pin(self)
         pin2 = _pin(stream) if s else None
@@ -740,9 +895,10 @@ cdef class EventCore(HandleRoot):
         return _done(p_event_query(<void*><uintptr_t>self._key))
 
     def query(self):
+        """Whether the work before the last record has completed (``cuEventQuery``)."""
         cdef CUresult st
         if not _fast() or self._h is None or p_event_query == NULL:
-            return self._py_query()
+            return self._query_slow()
         st = p_event_query(<void*><uintptr_t>self._key)
         if st == SUCCESS:
             return True
@@ -751,10 +907,17 @@ cdef class EventCore(HandleRoot):
         raise _error(st, "cuEventQuery")
 
     def synchronize(self):
+        """Block until the recorded work has completed (``cuEventSynchronize``).
+
+        Then, as :meth:`Stream.synchronize` does, runs the releases that waited for a
+        safe moment and raises :class:`~cudriver.HostCallbackError` if a host function
+        that ran on the stream of the last :meth:`record` raised since errors were
+        last collected there.
+        """
         cdef CUresult st
         cdef void* e
         if not _fast() or self._h is None or p_event_sync == NULL:
-            return self._py_synchronize()
+            return self._synchronize_slow()
         e = <void*><uintptr_t>self._key
         pin = _pin(self)  # see StreamCore.synchronize
         with nogil:
@@ -776,12 +939,18 @@ cdef class GraphExecCore(HandleRoot):
     cdef public object _streams       # streams launched on (a set), or None
 
     def launch(self, stream):
+        """Launch the graph on ``stream`` (``cuGraphLaunch``); does not block.
+
+        ``stream`` is required: None is refused (``TypeError``; :meth:`Stream.legacy`
+        is the legacy default stream). Exceptions raised by host functions in the
+        graph are re-raised by the next ``synchronize()`` of this stream.
+        """
         cdef CUresult st
         cdef uintptr_t s = 0
         cdef void* g
         if (not _fast() or self._h is None or p_graph_launch == NULL or _ACTIVE
                 or self._host_records or not _int_stream(stream, &s)):
-            return self._py_launch(stream)
+            return self._launch_slow(stream)
         g = <void*><uintptr_t>self._key
         pin = _pin(self)
         pin2 = _pin(stream) if s else None
@@ -795,12 +964,17 @@ cdef class GraphExecCore(HandleRoot):
             self._streams.add(<object>s)
 
     def upload(self, stream):
+        """Upload the executable graph's resources on ``stream`` (``cuGraphUpload``).
+
+        Enqueued, not waited for; ``stream`` is required (None is refused, as for
+        :meth:`launch`).
+        """
         cdef CUresult st
         cdef uintptr_t s = 0
         cdef void* g
         if (not _fast() or self._h is None or p_graph_upload == NULL
                 or not _int_stream(stream, &s)):
-            return self._py_upload(stream)
+            return self._upload_slow(stream)
         g = <void*><uintptr_t>self._key
         pin = _pin(self)
         pin2 = _pin(stream) if s else None
@@ -841,7 +1015,7 @@ cdef inline int _pack(object items, tuple args, char* buf, void** ptrs, Py_ssize
                       PyObject** held, Py_ssize_t* nheld) except -1:
     """Pack ``args`` into ``buf`` by ``items`` (index, size, offset).
 
-    Returns 0 when something needs the pure packer, 1 when done, 2 when done and a
+    Returns 0 when something needs the slow packer, 1 when done, 2 when done and a
     cudriver device buffer is among the arguments. Each such buffer is pinned as its
     address is read (check, read and pin with no Python code between them), its state
     stored with a new reference in ``held`` (``nheld`` counts them, whatever the
@@ -925,6 +1099,48 @@ cdef class KernelCore(HandleRoot):
     """Compiled methods of :class:`cudriver.Kernel`."""
 
     def launch(self, stream, grid, block=NO_BLOCK, *args, shared_mem=0, config=None):
+        """Launch the kernel on ``stream`` (``cuLaunchKernel``); does not block.
+
+        Written ``launch(stream, grid, block, *args)``, or, with a
+        :class:`~cudriver.LaunchConfig` that carries the shape (cuda.core's way),
+        ``launch(stream, LaunchConfig(grid=..., block=...), *args)``.
+
+        Parameters
+        ----------
+        stream
+            A :class:`~cudriver.Stream` or any stream-like object. None is refused
+            (``TypeError``): for the legacy default stream pass :meth:`Stream.legacy`.
+        grid, block
+            An int or a tuple of 1 to 3 ints, each >= 1; or, in place of both, a
+            ``LaunchConfig`` with ``grid`` and ``block`` (and its ``shared_mem`` and
+            attributes).
+        *args
+            One value per kernel parameter, packed by the rules of :func:`pack_arg`.
+        shared_mem
+            Dynamic shared memory per block, in bytes.
+        config
+            A :class:`~cudriver.LaunchConfig` of attributes only (clusters,
+            cooperative launch, programmatic dependent launch, priority, memory
+            synchronisation domain): the launch then goes through
+            ``cuLaunchKernelEx``, and a refusal names the attributes set.
+
+        Notes
+        -----
+        Packs the arguments on every call (into a reused host buffer: the driver
+        copies them at launch); use :meth:`prepare` to pack once and launch many
+        times. While the stream is capturing, the
+        arguments are kept alive with the captured graph.
+
+        Raises
+        ------
+        TypeError
+            Wrong argument count, or an argument that cannot be packed (the message
+            names the argument's index and the kernel); raised before launching.
+        ValueError
+            A bad grid, block or ``shared_mem``.
+        ClosedError
+            The kernel, its module or the stream is closed.
+        """
         cdef unsigned int g[3]
         cdef unsigned int b[3]
         cdef uintptr_t s = 0
@@ -945,16 +1161,16 @@ cdef class KernelCore(HandleRoot):
                 or (config is not None and (attrs is None or p_launch_ex == NULL))
                 or type(shared_mem) is not int or not 0 <= shared_mem <= 4294967295
                 or not _dim3(grid, g) or not _dim3(block, b) or not _int_stream(stream, &s)):
-            return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
+            return self._launch_slow(stream, grid, block, *args, shared_mem=shared_mem, config=config)
         lay = self._layout
         if lay is None:
-            return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
+            return self._launch_slow(stream, grid, block, *args, shared_mem=shared_mem, config=config)
         n = len(args)
         if n != lay.n:
-            return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
+            return self._launch_slow(stream, grid, block, *args, shared_mem=shared_mem, config=config)
         if n:
             if n > MAX_PARAMS or lay.total > MAX_PARAM_BYTES:
-                return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
+                return self._launch_slow(stream, grid, block, *args, shared_mem=shared_mem, config=config)
             # The buffers among the arguments stay pinned until this launch's use is
             # noted (a close() on another thread then releases after it).
             try:
@@ -965,7 +1181,7 @@ cdef class KernelCore(HandleRoot):
                 raise
             if not packed:
                 _unpin_held(held, nheld)
-                return self._py_launch(stream, grid, block, *args, shared_mem=shared_mem, config=config)
+                return self._launch_slow(stream, grid, block, *args, shared_mem=shared_mem, config=config)
             params = ptrs
         shmem = shared_mem
         f = <void*><uintptr_t>self._key
@@ -1000,7 +1216,7 @@ cdef class KernelCore(HandleRoot):
 cdef object _config_attrs(config):
     """A LaunchConfig's C attribute array (empty: none set), or None for another type."""
     if type(config) is not _LaunchConfig or config.grid is not None:
-        return None  # the pure path checks it (a config with a shape goes in its place)
+        return None  # the slow path checks it (a config with a shape goes in its place)
     c = config.__dict__.get("_cattrs")
     if c is None:
         c = config._c_attributes()
@@ -1066,6 +1282,19 @@ cdef class PlanCore:
         self._c_shmem = shmem
 
     def launch(self, stream):
+        """Launch on ``stream`` (``cuLaunchKernel``) with the packed arguments.
+
+        Does not block or allocate. ``stream`` is required: None is refused
+        (``TypeError``; :meth:`Stream.legacy` is the legacy default stream). While the
+        stream is capturing, the kernel and the current arguments are kept alive with
+        the captured graph.
+
+        Raises
+        ------
+        ClosedError
+            The kernel, its module or the stream is closed, or a
+            :class:`~cudriver.VirtualBuffer` argument is offloaded.
+        """
         cdef uintptr_t s = 0
         cdef CUresult st
         cdef void* f = self._c_func
@@ -1077,7 +1306,7 @@ cdef class PlanCore:
         if (not _fast() or k is None or (<HandleRoot>k)._h is None or p_launch == NULL
                 or _ACTIVE or (attrs and p_launch_ex == NULL) or self._c_spaces
                 or not _int_stream(stream, &s)):
-            return self._py_launch(stream)
+            return self._launch_slow(stream)
         m = k._module
         pin = _pin(m) if m is not None else None
         pin2 = _pin(stream) if s else None
@@ -1100,13 +1329,12 @@ cdef class PlanCore:
 # -- release states ------------------------------------------------------------------------------
 @cython.freelist(64)
 cdef class State:
-    """What a handle's release needs (the compiled ``_handle._State``; same fields).
+    """What a handle's release needs (``_handle._State``).
 
     Never refers back to the owning object. ``deps`` holds the states of the handles
-    in ``keep``; ``dependants`` counts the unreleased states that keep this one (the
-    pure state holds their ids; the count changes in C with the GIL held, so it is
-    atomic as the set's add and discard are). ``leases`` and ``pins`` are made when
-    first asked for: most handles never need them.
+    in ``keep``; ``dependants`` counts the unreleased states that keep this one (it
+    changes in C with the GIL held, so atomically). ``leases`` and ``pins`` are made
+    when first asked for: most handles never need them.
     """
 
     cdef public bint closing
@@ -1120,7 +1348,7 @@ cdef class State:
     cdef public object on_release
     cdef public long pid
     cdef object _pins
-    # The pins taken by the compiled methods (the pure paths use ``pins``).
+    # The pins taken by the compiled methods (the slow paths use ``pins``).
     cdef public int busy
     cdef public object release
     cdef public object used_on
@@ -1140,7 +1368,7 @@ cdef class State:
 
     @property
     def pins(self):
-        """One entry per pure-path driver call in flight (a list, made when first asked for)."""
+        """One entry per slow-path driver call in flight (a list, made when first asked for)."""
         cdef object made
         if self._pins is None:
             made = []
@@ -1348,7 +1576,7 @@ cdef class BufferCore(HandleRoot):
     """The fields and the compiled constructor of :class:`cudriver.DeviceBuffer`.
 
     Allocates in C for a plain size with ``stream`` None or a cudriver ``Stream``
-    and no ``context``; anything else goes to the pure constructor.
+    and no ``context``; anything else goes to ``DeviceBuffer._init_slow``.
     """
 
     cdef public object _nbytes
@@ -1377,13 +1605,13 @@ cdef class BufferCore(HandleRoot):
                 or (pool is not None and (stream is None or p_mem_alloc_pool == NULL
                                           or not isinstance(pool, _PoolBase)
                                           or (<HandleRoot>pool)._h is None))):
-            self._py___init__(nbytes, stream=stream, context=context, pool=pool)
+            self._init_slow(nbytes, stream=stream, context=context, pool=pool)
             return
         n = nbytes
         if stream is None:
             ctx = _current_context()
             if ctx is None:
-                self._py___init__(nbytes, stream=stream, context=context, pool=pool)
+                self._init_slow(nbytes, stream=stream, context=context, pool=pool)
                 return
             with nogil:
                 st = p_mem_alloc(&ptr, n)
@@ -1397,11 +1625,11 @@ cdef class BufferCore(HandleRoot):
             return
         if (not isinstance(stream, StreamCore) or (<HandleRoot>stream)._h is None
                 or p_mem_alloc_async == NULL or p_mem_free_async == NULL):
-            self._py___init__(nbytes, stream=stream, context=context, pool=pool)
+            self._init_slow(nbytes, stream=stream, context=context, pool=pool)
             return
         ctx = stream._context
         if ctx is None or (<HandleRoot>ctx)._h is None:
-            self._py___init__(nbytes, stream=stream, context=context, pool=pool)
+            self._init_slow(nbytes, stream=stream, context=context, pool=pool)
             return
         cctx = <uintptr_t>(<HandleRoot>ctx)._key
         sh = <void*><uintptr_t>(<HandleRoot>stream)._key
@@ -1412,7 +1640,7 @@ cdef class BufferCore(HandleRoot):
         pst = _pin(pool) if pool is not None else None
         try:
             if (<HandleRoot>stream)._h is None or (pool is not None and (<HandleRoot>pool)._h is None):
-                self._py___init__(nbytes, stream=stream, context=context, pool=pool)  # raises
+                self._init_slow(nbytes, stream=stream, context=context, pool=pool)  # raises
                 return
             if pool is None:
                 with nogil:
@@ -1456,12 +1684,24 @@ cdef class BufferCore(HandleRoot):
 
 
     def close(self):
+        """Free the memory (``cuMemFree``, or ``cuMemFreeAsync`` on the buffer's stream).
+
+        Idempotent. Views of the buffer are closed too. Closing a view or a
+        :meth:`from_handle` buffer frees nothing. While a prepared launch, a ``MemOp``
+        or a graph made with the buffer (or a view of it) lives, the buffer is unusable
+        at once and its memory is freed when the last of them is gone.
+
+        A stream-ordered buffer allocated inside a capture that is still open, closed
+        while its stream captures, is freed in the graph: ``cuMemFreeAsync`` is
+        captured as a free node, so the graph frees what it allocates and can be
+        launched again.
+        """
         cdef BufferCore me = self
         if me._h is None:
             return
         if (me._views is not None or me._finalizer is not None or me._st == NULL
                 or (_ACTIVE and me._stream is not None)):
-            return self._py_close()
+            return self._close_slow()
         me._h = None
         _release_state(<State>me._st, False)
         if _DEFERRED:
@@ -1574,7 +1814,8 @@ def release_state(state, *, collected=False):
 cdef int _release_state(State st, bint collected) except -1:
     if st.handle is None:
         return 0
-    # Closing first, then the leases: see the pure implementation.
+    # Closing first, then the leases: a lease dying on another thread in between
+    # then sees the closing flag and queues the release (queuing twice is harmless).
     st.closing = True
     if _held(st):
         return 0

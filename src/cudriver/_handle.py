@@ -46,20 +46,17 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from cuda.bindings import driver as _drv
 from typing_extensions import Self
 
-from . import _impl
-from ._bindings import SUCCESS
-from ._impl import COMPILED, HandleRoot
+from ._core import HandleRoot, State, drop_deps, held, link, release, release_state, unlink
 from .errors import (
     GUARD,
     ClosedError,
     CudaWarning,
     capturing_on_this_thread,
-    make_error,
     pickle_refusal,
 )
 
@@ -81,94 +78,9 @@ __all__ = [
 Release = Callable[[Any], Any]
 
 
-class _State:
-    """What the release needs; never refers back to the owning object."""
-
-    __slots__ = (
-        "busy",
-        "closing",
-        "dependants",
-        "deps",
-        "func",
-        "handle",
-        "keep",
-        "kind",
-        "leases",
-        "on_release",
-        "pid",
-        "pins",
-        "release",
-        "used_on",
-    )
-
-    def __init__(
-        self,
-        handle: Any,
-        release: Release | None,
-        func: str,
-        kind: str,
-        keep: tuple[Any, ...],
-        on_release: Callable[[], None] | None,
-    ) -> None:
-        self.handle = handle
-        self.release = release
-        self.func = func
-        self.pid = os.getpid()
-        self.kind = kind
-        self.keep: tuple[Any, ...] | None = keep
-        self.on_release = on_release
-        # ids of live leases (a set: add/discard are atomic under the GIL)
-        self.leases: set[int] = set()
-        # One entry per driver call in flight on the handle (see the module docstring);
-        # a list because append and pop are atomic under the GIL.
-        self.pins: list[None] = []
-        # The compiled core's State counts its own pins here, in C; always 0 in pure mode.
-        self.busy = 0
-        # The states of the handles in ``keep``, and the ids of the unreleased states
-        # that keep this one: a state is released only after all its dependants, in
-        # whatever order garbage collection finalises their objects.
-        deps: tuple[_State, ...] = ()
-        if keep:
-            deps = tuple([k._state for k in keep if isinstance(k, Handle)])
-            me = id(self)
-            for dep in deps:
-                dep.dependants.add(me)
-        self.deps = deps
-        self.dependants: set[int] = set()
-        self.closing = False
-        # For stream-ordered memory: the int handles of other streams where work using
-        # it was enqueued (see cudriver.memory); None for everything else.
-        self.used_on: set[int] | None = None
-
-
-if not TYPE_CHECKING and COMPILED:
-    # The compiled core's State: the same fields, built in C.
-    _State = _impl.core.State
-
-
-def held(state: _State) -> bool:
-    """Whether anything keeps ``state`` from being released: leases, dependants, pins."""
-    return bool(state.leases or state.dependants or state.pins or state.busy)
-
-
-def link(state: _State, dep: _State) -> None:
-    """Make ``dep`` outlive ``state``: its release waits until ``state``'s has run."""
-    dep.dependants.add(id(state))
-    state.deps = (*state.deps, dep)
-
-
-def unlink(state: _State, dep: _State) -> None:
-    """Undo :func:`link`; nothing if ``dep`` is not one of ``state``'s dependencies."""
-    if any(d is dep for d in state.deps):
-        state.deps = tuple([d for d in state.deps if d is not dep])
-        dep.dependants.discard(id(state))
-
-
-if not TYPE_CHECKING and COMPILED:
-    # The compiled state counts its dependants in C (see ``_core.State``).
-    held = _impl.core.held
-    link = _impl.core.link
-    unlink = _impl.core.unlink
+#: The release state of a handle (C fields; see ``_core.State``).
+_State = State
+__all__ += ["held", "link", "unlink"]
 
 
 #: States whose release was deferred; see the module docstring.
@@ -183,27 +95,6 @@ def _may_release_now() -> bool:
     if g.captures or (g.armed and g.in_host_function()):
         return False
     return not (g.restrictive and capturing_on_this_thread())
-
-
-def release_state(state: _State, *, collected: bool = False) -> None:
-    """Release ``state``'s handle once, now or later (see the module docstring).
-
-    ``collected`` says the call comes from garbage collection: it is then queued.
-    Never raises.
-    """
-    if state.handle is None:
-        return
-    # Closing first, then the leases: a lease dying on another thread in between then
-    # sees the closing flag and queues the release (queuing twice is harmless: the
-    # release claims the handle once).
-    state.closing = True
-    if held(state):
-        return
-    if collected or not _may_release_now() or (GUARD.open and _waits(state.release)):
-        deferred.append(state)
-        wake()
-        return
-    _release(state)
 
 
 def _waits(release: Any) -> bool:
@@ -239,7 +130,7 @@ def drain() -> None:
             # left to the releasing thread, which runs it once the captures end.
             later.append(state)
             continue
-        _release(state)
+        release(state)
     if later:
         deferred.extend(later)
         wake()
@@ -248,32 +139,6 @@ def drain() -> None:
 def pending_releases() -> int:
     """How many releases wait in the queue (for leak tests)."""
     return len(deferred)
-
-
-def _release(state: _State) -> None:
-    with _claim_lock:
-        handle = state.handle
-        if handle is None:
-            return
-        state.handle = None
-        release, state.release = state.release, None
-        on_release, state.on_release = state.on_release, None
-    try:
-        if release is not None and not sys.is_finalizing() and os.getpid() == state.pid:
-            try:
-                r = release(handle)
-            except Exception as exc:  # the driver or its library went away
-                _warn(f"{state.kind} release failed: {exc!r}")
-            else:
-                if r is not None and r[0] is not SUCCESS:
-                    _warn(f"releasing a {state.kind} failed: {make_error(r[0], state.func)}")
-        if on_release is not None and os.getpid() == state.pid:
-            try:
-                on_release()
-            except Exception as exc:
-                _warn(f"{state.kind} release hook failed: {exc!r}")
-    finally:
-        _drop_deps(state)
 
 
 def release_with(state: _State, release: Release) -> Any:
@@ -294,17 +159,7 @@ def release_with(state: _State, release: Release) -> Any:
     try:
         return release(handle)
     finally:
-        _drop_deps(state)
-
-
-def _drop_deps(state: _State) -> None:
-    # Dependencies go only after the handle: dependants are released first.
-    me = id(state)
-    for dep in state.deps:
-        dep.dependants.discard(me)
-        _queue_if_free(dep)
-    state.deps = ()
-    state.keep = None
+        drop_deps(state)
 
 
 def _queue_if_free(state: _State) -> None:
@@ -318,13 +173,6 @@ def unpinned(state: _State) -> None:
     """Called when the last pin of a closing state went: release it now if it is safe."""
     _queue_if_free(state)
     drain()
-
-
-if not TYPE_CHECKING and COMPILED:
-    # The compiled core's versions: the same steps, without the Python frames.
-    release_state = _impl.core.release_state
-    _release = _impl.core.release
-    _drop_deps = _impl.core.drop_deps
 
 
 # -- the releasing thread ----------------------------------------------------------------
@@ -457,14 +305,13 @@ class Handle(HandleRoot):
     raises :class:`~cudriver.ClosedError` before any driver call.
 
     ``_h``, ``_key``, ``_state``, ``_owned``, ``_owner``, ``_finalizer`` and the weak
-    reference slot live in :data:`cudriver._impl.HandleRoot`: C fields
-    of the compiled core's root type, or slots in pure mode. With the compiled core,
-    an object collected while open queues its release from the root type's
-    deallocator, so no ``weakref.finalize`` is made per object (``_finalizer`` is
-    None).
+    reference slot are C fields of the compiled root type (``_core.HandleRoot``). An
+    object collected while open queues its release from that type's deallocator, so
+    no ``weakref.finalize`` is made per object (``_finalizer`` is None, except for
+    the few classes that arm one themselves).
     """
 
-    __slots__ = ()  # the fields live in HandleRoot (C fields, or slots in pure mode)
+    __slots__ = ()  # the fields are HandleRoot's C fields
 
     _kind: ClassVar[str] = "Handle"
 
@@ -499,12 +346,7 @@ class Handle(HandleRoot):
         if used_on is not None:
             state.used_on = used_on
         self._state = state
-        if COMPILED:
-            self._finalizer = None  # the core's deallocator queues the release
-            return
-        fin = weakref.finalize(self, _collected, state)
-        fin.atexit = False  # nothing is released at exit: the driver reclaims it all
-        self._finalizer = fin
+        self._finalizer = None  # the root type's deallocator queues the release
 
     # -- life cycle ---------------------------------------------------------------
     @property

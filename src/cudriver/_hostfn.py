@@ -5,10 +5,10 @@ How a host function reaches the driver
 ``cuLaunchHostFunc`` is called in ``libcuda`` directly through ctypes, never through
 ``cuda.bindings`` (its wrapper block is freed after the first call, so a captured host
 node would run freed memory on its second replay). Every call passes the same
-module-level ``CFUNCTYPE(None, c_void_p)`` trampoline, which lives as long as the
-process, and as user data an integer key, not a pointer. The trampoline looks the key
-up in a registry of :class:`HostFuncRecord` objects, so a stale key can never crash: at
-worst the record is not found and that is reported.
+trampoline, a C function of the compiled core (``_core.trampoline_address()``),
+which lives as long as the process, and as user data an integer key, not a pointer.
+The trampoline looks the key up in a registry of :class:`HostFuncRecord` objects, so
+a stale key can never crash: at worst the record is not found and that is reported.
 
 How long a record lives
 -----------------------
@@ -43,7 +43,6 @@ interpreter exit, are passed to :data:`sys.unraisablehook`.
 from __future__ import annotations
 
 import atexit
-import ctypes
 import functools
 import itertools
 import os
@@ -56,7 +55,7 @@ from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _impl, capture
+from . import _bindings, _core, capture
 from ._bindings import SUCCESS
 from ._handle import Handle
 from ._pins import pin2, unpin2
@@ -217,68 +216,14 @@ def _find(key: int) -> HostFuncRecord | None:
     return rec
 
 
-def _run(key: int) -> None:
-    """Run host function ``key`` (the ctypes trampoline's body; the core has its own)."""
-    rec = _eager.pop(key, None)
-    if rec is None:
-        rec = _find(key)
-        if rec is None:
-            return
-    GUARD.enter_host_function()
-    try:
-        rec.fn(*rec.args, **rec.kwargs)
-    except BaseException as exc:
-        _store(rec._stream_key, rec.ctx_key, rec.fn, exc)
-    finally:
-        GUARD.leave_host_function()
-
-
 def _trampoline_failed(exc: BaseException) -> None:
     """Report an error of the trampoline itself (never of the host function)."""
     _unraisable(exc, "Exception ignored in the cudriver host-function trampoline", None)
 
 
-_primed = threading.local()
-
-
-def _prime() -> None:
-    """Keep the calling driver thread's Python thread state for good.
-
-    ctypes makes a new thread state for every callback on a thread that has none, and
-    deletes it afterwards: about 10 µs per host function, most of it with the GIL held
-    (measured on an H100 with Python 3.12). One ``PyGILState_Ensure`` never released
-    keeps the state (driver threads are few and live as long as the process).
-    """
-    ensure = ctypes.pythonapi.PyGILState_Ensure
-    ensure.restype = ctypes.c_int
-    ensure()
-    _primed.done = True
-
-
-def _trampoline(user_data: int | None) -> None:
-    # Runs on a driver thread, which ctypes has given the GIL. Nothing may propagate
-    # into the driver: ctypes would only print it, and the driver cannot handle it.
-    try:
-        if not getattr(_primed, "done", False):
-            _prime()
-        _run(user_data or 0)
-    except BaseException as exc:
-        try:
-            _trampoline_failed(exc)
-        except BaseException:
-            pass
-
-
-_HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-#: Kept for the life of the process: graphs hold its address in their host nodes.
-_TRAMPOLINE = _HOSTFN(_trampoline)
-#: The trampoline every launch passes: the compiled core's C function when it is in
-#: use (it takes the GIL only to run the record), else the ctypes one.
-_TRAMPOLINE_ADDR: int = (
-    _impl.core.trampoline_address()
-    if _impl.COMPILED
-    else ctypes.cast(_TRAMPOLINE, ctypes.c_void_p).value or 0
-)
+#: The trampoline every launch passes: the compiled core's C function (it takes the GIL
+#: only to run the record; it lives as long as the process, as graphs need).
+_TRAMPOLINE_ADDR: int = _core.trampoline_address()
 
 
 def launch(

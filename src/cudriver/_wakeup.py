@@ -34,7 +34,7 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _impl
+from . import _core
 from ._bindings import SUCCESS
 from .device import Context, enter_context, leave_context
 from .errors import GUARD, CudaWarning, NotSupportedError, error_for
@@ -205,10 +205,10 @@ def semaphores() -> Semaphores:
 
 
 def eventfds() -> Eventfds | None:
-    """:class:`Eventfds` where there are ``eventfd`` and a compiled core; else None."""
+    """:class:`Eventfds` where there is ``eventfd``; else None."""
     global _EVENTFDS
-    if _EVENTFDS is None and _impl.COMPILED and hasattr(os, "eventfd"):
-        _EVENTFDS = Eventfds(_impl.core.eventfd_post_address())
+    if _EVENTFDS is None and hasattr(os, "eventfd"):
+        _EVENTFDS = Eventfds(_core.eventfd_post_address())
     return _EVENTFDS
 
 

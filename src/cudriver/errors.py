@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from cuda.bindings import driver as _drv
 
-from ._impl import GuardCore
+from ._core import GuardCore
 
 __all__ = [
     "CudaError",

@@ -7,9 +7,10 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _handle, _hostfn, _impl, _share, aio
+from . import _bindings, _handle, _hostfn, _share, aio
 from ._bindings import SUCCESS
 from ._coerce import StreamBase, StreamLike, bool_arg, deprecated, handle_arg, stream_handle
+from ._core import EventCore
 from ._handle import Handle
 from ._pins import call_pinned, call_pinned2, pin2, pinned, query_result, unpin2
 from .device import Context, context_arg, current_or_default, kept_primary
@@ -27,7 +28,7 @@ _cuIpcGetEventHandle = checked(_drv.cuIpcGetEventHandle)
 _cuIpcOpenEventHandle = checked(_drv.cuIpcOpenEventHandle)
 
 
-class Event(Handle, _impl.EventCore, aio.Awaitable):
+class Event(Handle, EventCore, aio.Awaitable):
     """A CUDA event (``cuEventCreate``; destroyed with ``cuEventDestroy`` on close).
 
     Parameters
@@ -107,13 +108,8 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
         """Whether the event records timestamps."""
         return self._timing
 
-    def record(self, stream: StreamLike) -> Event:
-        """Record the event on ``stream`` (``cuEventRecord``); returns ``self``.
-
-        ``stream`` is a :class:`~cudriver.Stream`, any ``__cuda_stream__`` object, a
-        ``CUstream`` or an int; None is refused (``TypeError``): for the legacy
-        default stream pass :meth:`Stream.legacy`. Does not block or allocate.
-        """
+    def _record_slow(self, stream: StreamLike) -> Event:
+        """The slow path of :meth:`Event.record` (what the compiled body leaves)."""
         if isinstance(stream, StreamBase):  # the common case, in one call
             r = call_pinned2(self, stream, _cuEventRecord)
             if r[0] is not SUCCESS:
@@ -134,18 +130,12 @@ class Event(Handle, _impl.EventCore, aio.Awaitable):
         self._recorded_on = int(sh) or 1  # NULL: the legacy stream, as _hostfn keys it
         return self
 
-    def query(self) -> bool:
-        """Whether the work before the last record has completed (``cuEventQuery``)."""
+    def _query_slow(self) -> bool:
+        """The slow path of :meth:`Event.query` (what the compiled body leaves)."""
         return query_result(call_pinned(self, _cuEventQuery), _cuEventQuery)
 
-    def synchronize(self) -> None:
-        """Block until the recorded work has completed (``cuEventSynchronize``).
-
-        Then, as :meth:`Stream.synchronize` does, runs the releases that waited for a
-        safe moment and raises :class:`~cudriver.HostCallbackError` if a host function
-        that ran on the stream of the last :meth:`record` raised since errors were
-        last collected there.
-        """
+    def _synchronize_slow(self) -> None:
+        """The slow path of :meth:`Event.synchronize` (what the compiled body leaves)."""
         r = call_pinned(self, _cuEventSynchronize)  # a close() meanwhile waits for it
         if r[0] is not SUCCESS:
             raise error_for(r[0], _cuEventSynchronize)
@@ -265,4 +255,3 @@ _share.register(Event, _reduce_event)
 
 
 # The compiled core's versions of the hot methods, where it is in use.
-_impl.adopt(Event, "record", "query", "synchronize")

@@ -12,7 +12,7 @@ from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _impl, capture
+from . import _bindings, capture
 from . import driver as _cd
 from ._bindings import SUCCESS
 from ._coerce import (
@@ -23,6 +23,7 @@ from ._coerce import (
     renamed_keyword,
     stream_handle,
 )
+from ._core import GraphExecCore
 from ._handle import Handle, Lease
 from ._hostfn import HostFuncRecord
 from ._pins import pin2, pinned, unpin2
@@ -357,7 +358,7 @@ class Graph(Handle, GraphBuilder):
         return "body" if self._root is not None else ""
 
 
-class GraphExec(Handle, _impl.GraphExecCore):
+class GraphExec(Handle, GraphExecCore):
     """An executable graph (``cuGraphInstantiate``; ``cuGraphExecDestroy`` on close).
 
     Keeps alive everything the graph it was made from refers to, so replays never
@@ -406,13 +407,8 @@ class GraphExec(Handle, _impl.GraphExecCore):
         )
         return self
 
-    def launch(self, stream: StreamLike) -> None:
-        """Launch the graph on ``stream`` (``cuGraphLaunch``); does not block.
-
-        ``stream`` is required: None is refused (``TypeError``; :meth:`Stream.legacy`
-        is the legacy default stream). Exceptions raised by host functions in the
-        graph are re-raised by the next ``synchronize()`` of this stream.
-        """
+    def _launch_slow(self, stream: StreamLike) -> None:
+        """The slow path of :meth:`GraphExec.launch` (what the compiled body leaves)."""
         if GUARD.armed:
             GUARD.check()
         # The graph and the stream stay pinned for the calls.
@@ -435,12 +431,8 @@ class GraphExec(Handle, _impl.GraphExecCore):
             self._streams.add(int(sh))
 
     @pinned
-    def upload(self, stream: StreamLike) -> None:
-        """Upload the executable graph's resources on ``stream`` (``cuGraphUpload``).
-
-        Enqueued, not waited for; ``stream`` is required (None is refused, as for
-        :meth:`launch`).
-        """
+    def _upload_slow(self, stream: StreamLike) -> None:
+        """The slow path of :meth:`GraphExec.upload` (what the compiled body leaves)."""
         _cd.cuGraphUpload(self.handle, stream_handle(stream))
 
     @pinned
@@ -658,4 +650,3 @@ def _fence(keeps: list[list[Any]], streams: set[int]) -> None:
 
 
 # The compiled core's versions of the hot methods, where it is in use.
-_impl.adopt(GraphExec, "launch", "upload")

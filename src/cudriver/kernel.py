@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from . import _bindings, _impl, _pins, capture, launch
+from . import _bindings, _pins, capture, launch
 from ._bindings import SUCCESS
 from ._coerce import (
     U32_MAX,
@@ -30,6 +30,7 @@ from ._coerce import (
     virtual_spaces,
 )
 from ._coerce import shared_mem as _shared
+from ._core import KernelCore, PlanCore
 from ._enums import FunctionAttribute
 from ._handle import Handle, Lease
 from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
@@ -105,7 +106,7 @@ def _func_attr(attr: Any) -> Any:
         ) from None
 
 
-class Kernel(Handle, _impl.KernelCore):
+class Kernel(Handle, KernelCore):
     """A kernel of a :class:`Module` (a ``CUfunction``); never freed by itself.
 
     Obtain one with :meth:`Module.kernel`. A kernel keeps its module alive and is
@@ -381,7 +382,7 @@ class Kernel(Handle, _impl.KernelCore):
         lay = self._arg_layout()
         return PackedArgs._with_layout(lay, args, self._name)
 
-    def launch(
+    def _launch_slow(
         self,
         stream: StreamLike,
         grid: Any,
@@ -390,48 +391,7 @@ class Kernel(Handle, _impl.KernelCore):
         shared_mem: int = 0,
         config: LaunchConfig | None = None,
     ) -> None:
-        """Launch the kernel on ``stream`` (``cuLaunchKernel``); does not block.
-
-        Written ``launch(stream, grid, block, *args)``, or, with a
-        :class:`~cudriver.LaunchConfig` that carries the shape (cuda.core's way),
-        ``launch(stream, LaunchConfig(grid=..., block=...), *args)``.
-
-        Parameters
-        ----------
-        stream
-            A :class:`~cudriver.Stream` or any stream-like object. None is refused
-            (``TypeError``): for the legacy default stream pass :meth:`Stream.legacy`.
-        grid, block
-            An int or a tuple of 1 to 3 ints, each >= 1; or, in place of both, a
-            ``LaunchConfig`` with ``grid`` and ``block`` (and its ``shared_mem`` and
-            attributes).
-        *args
-            One value per kernel parameter, packed by the rules of :func:`pack_arg`.
-        shared_mem
-            Dynamic shared memory per block, in bytes.
-        config
-            A :class:`~cudriver.LaunchConfig` of attributes only (clusters,
-            cooperative launch, programmatic dependent launch, priority, memory
-            synchronisation domain): the launch then goes through
-            ``cuLaunchKernelEx``, and a refusal names the attributes set.
-
-        Notes
-        -----
-        Packs the arguments on every call (into a reused host buffer: the driver
-        copies them at launch); use :meth:`prepare` to pack once and launch many
-        times. While the stream is capturing, the
-        arguments are kept alive with the captured graph.
-
-        Raises
-        ------
-        TypeError
-            Wrong argument count, or an argument that cannot be packed (the message
-            names the argument's index and the kernel); raised before launching.
-        ValueError
-            A bad grid, block or ``shared_mem``.
-        ClosedError
-            The kernel, its module or the stream is closed.
-        """
+        """The slow path of :meth:`Kernel.launch` (what the compiled body leaves)."""
         if GUARD.armed:
             GUARD.check()
         h = self._h
@@ -569,7 +529,7 @@ class Kernel(Handle, _impl.KernelCore):
         return error_for(code, _cuLaunchKernel if config is None else _cuLaunchKernelEx, detail)
 
 
-class LaunchPlan(_impl.PlanCore):
+class LaunchPlan(PlanCore):
     """A kernel launch with its arguments packed once (from :meth:`Kernel.prepare`).
 
     :meth:`launch` is the fast path: one closed check, the stream's handle, and
@@ -664,20 +624,8 @@ class LaunchPlan(_impl.PlanCore):
         attrs = self._config._c_attributes() if self._config is not None else b""
         self._core_set(k, k._key, grid, block, self._shmem, self._params, self._used, attrs, sp)
 
-    def launch(self, stream: StreamLike) -> None:
-        """Launch on ``stream`` (``cuLaunchKernel``) with the packed arguments.
-
-        Does not block or allocate. ``stream`` is required: None is refused
-        (``TypeError``; :meth:`Stream.legacy` is the legacy default stream). While the
-        stream is capturing, the kernel and the current arguments are kept alive with
-        the captured graph.
-
-        Raises
-        ------
-        ClosedError
-            The kernel, its module or the stream is closed, or a
-            :class:`~cudriver.VirtualBuffer` argument is offloaded.
-        """
+    def _launch_slow(self, stream: StreamLike) -> None:
+        """The slow path of :meth:`LaunchPlan.launch` (what the compiled body leaves)."""
         if GUARD.armed:
             GUARD.check()
         if self._kernel._h is None:
@@ -746,5 +694,3 @@ class LaunchPlan(_impl.PlanCore):
 
 
 # The compiled core's versions of the hot methods, where it is in use.
-_impl.adopt(Kernel, "launch")
-_impl.adopt(LaunchPlan, "launch")

@@ -18,10 +18,10 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _impl
 from ._bindings import SUCCESS
 from ._coerce import bool_arg, dims, int_arg, uint_arg
 from ._coerce import shared_mem as _shared
+from ._core import NO_BLOCK as _NO_BLOCK
 from .errors import error_for
 
 __all__ = [
@@ -330,7 +330,7 @@ def config_arg(config: Any) -> LaunchConfig | None:
 
 #: ``block`` when a launch's grid is a LaunchConfig and no argument follows it (one
 #: object for both implementations: the compiled launch has it as its default).
-NO_BLOCK: Any = _impl.core.NO_BLOCK if _impl.COMPILED else object()
+NO_BLOCK: Any = _NO_BLOCK
 
 
 def shape_of(

@@ -188,7 +188,7 @@ class ManagedBuffer(DeviceBuffer):
     :meth:`from_handle` wraps managed memory allocated elsewhere, without freeing it.
     """
 
-    __slots__ = ()  # a subclass of DeviceBuffer may not add fields (see _impl.BufferCore)
+    __slots__ = ()  # a subclass of DeviceBuffer may not add fields (see _core.BufferCore)
 
     _kind = "ManagedBuffer"
     #: The DLPack device type: ``kDLCUDAManaged``.

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from . import _dlpack, _impl, _pins, capture
+from . import _dlpack, _pins, capture
 from ._bindings import SUCCESS
 from ._coerce import (
     DeviceMemory,
@@ -38,6 +38,7 @@ from ._copy import (
     new_typed,
     operand,
 )
+from ._core import BufferCore
 from ._handle import Lease
 from ._init import init
 from ._ordered import LEGACY as _LEGACY
@@ -84,7 +85,7 @@ def _as_stream(stream: StreamLike) -> Stream:
     return Stream.from_handle(stream)
 
 
-class DeviceBuffer(DeviceMemory, _impl.BufferCore):
+class DeviceBuffer(DeviceMemory, BufferCore):
     """Device memory (``cuMemAlloc``; ``cuMemFree`` on close).
 
     Parameters
@@ -142,7 +143,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
     _sync_h: Any
     _views: weakref.WeakSet[DeviceBuffer] | None
 
-    def __init__(
+    def _init_slow(
         self,
         nbytes: int,
         *,
@@ -150,6 +151,7 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         context: Context | None = None,
         pool: MemoryPool | None = None,
     ) -> None:
+        """The slow path of ``DeviceBuffer.__init__`` (what the compiled body leaves)."""
         n = nbytes_arg(nbytes)
         ctx = context_arg(context)
         if pool is not None:
@@ -460,19 +462,11 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
         views.add(v)
         return v
 
-    def close(self) -> None:
-        """Free the memory (``cuMemFree``, or ``cuMemFreeAsync`` on the buffer's stream).
+    # The compiled close, named here: Handle.close comes before it in the method order.
+    close = BufferCore.close
 
-        Idempotent. Views of the buffer are closed too. Closing a view or a
-        :meth:`from_handle` buffer frees nothing. While a prepared launch, a ``MemOp``
-        or a graph made with the buffer (or a view of it) lives, the buffer is unusable
-        at once and its memory is freed when the last of them is gone.
-
-        A stream-ordered buffer allocated inside a capture that is still open, closed
-        while its stream captures, is freed in the graph: ``cuMemFreeAsync`` is
-        captured as a free node, so the graph frees what it allocates and can be
-        launched again.
-        """
+    def _close_slow(self) -> None:
+        """The slow path of :meth:`DeviceBuffer.close` (what the compiled body leaves)."""
         if self._h is None:
             return
         views = self._views
@@ -747,4 +741,3 @@ class DeviceBuffer(DeviceMemory, _impl.BufferCore):
 
 
 # The compiled core's constructor, where it is in use.
-_impl.adopt(DeviceBuffer, "__init__", "close")

@@ -13,7 +13,7 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from . import _handle, _hostfn, _impl, aio, capture, memops
+from . import _handle, _hostfn, aio, capture, memops
 from ._bindings import SUCCESS
 from ._coerce import (
     U64_LIMIT,
@@ -27,6 +27,7 @@ from ._coerce import (
     stream_handle,
     uint_arg,
 )
+from ._core import StreamCore
 from ._enums import (
     AccessPolicyWindow,
     AccessProperty,
@@ -68,7 +69,7 @@ _ATTR_SYNC_POLICY = 3
 _NON_BLOCKING = int(_drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
 
 
-class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
+class Stream(StreamBase, StreamCore, aio.Awaitable):
     """A CUDA stream (``cuStreamCreate``; ``cuStreamDestroy`` on close).
 
     With a ``priority``, made with ``cuStreamCreateWithPriority`` instead.
@@ -185,14 +186,8 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
         return cls._borrow(_drv.CUstream(_PER_THREAD), None, "per-thread")
 
     # -- ordering and completion ----------------------------------------------------------
-    def synchronize(self) -> None:
-        """Block until all work on the stream has completed (``cuStreamSynchronize``).
-
-        Then runs the releases that waited for a safe moment (objects collected on
-        the host-function thread or during a capture), and raises
-        :class:`~cudriver.HostCallbackError` if a host function that ran on this
-        stream raised since the last synchronisation.
-        """
+    def _synchronize_slow(self) -> None:
+        """The slow path of :meth:`Stream.synchronize` (what the compiled body leaves)."""
         # Pinned for the wait: a close() on another thread destroys the stream only
         # after it (that crashed the process).
         r = call_pinned(self, _cuStreamSynchronize)
@@ -204,18 +199,12 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
             # re-raise errors of host functions that ran on this stream
             _hostfn.after_sync(self._key)
 
-    def query(self) -> bool:
-        """Whether all work on the stream has completed (``cuStreamQuery``); never blocks."""
+    def _query_slow(self) -> bool:
+        """The slow path of :meth:`Stream.query` (what the compiled body leaves)."""
         return query_result(call_pinned(self, _cuStreamQuery), _cuStreamQuery)
 
-    def wait(self, other: Event | StreamLike) -> None:
-        """Make later work on this stream wait for ``other`` (``cuStreamWaitEvent``).
-
-        ``other`` is an :class:`~cudriver.Event` (waits for its last record) or a
-        stream-like object (waits for the work enqueued on it so far, through a
-        temporary event recorded there with ``cuEventRecord``). Does not block the
-        host; the temporary event is the only allocation.
-        """
+    def _wait_slow(self, other: Event | StreamLike) -> None:
+        """The slow path of :meth:`Stream.wait` (what the compiled body leaves)."""
         h = self._h
         if h is None:
             self._raise_closed()
@@ -238,13 +227,8 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
         finally:
             ev.close()  # the driver keeps the recorded state until the wait resolves
 
-    def record(self, event: Event | None = None) -> Event:
-        """Record ``event`` (a new timing-less one when None) on this stream.
-
-        Calls ``cuEventRecord`` (and ``cuEventCreate`` when ``event`` is None); returns
-        the event. For :meth:`Event.elapsed_ms`, pass events created with
-        ``Event(timing=True)``.
-        """
+    def _record_slow(self, event: Event | None = None) -> Event:
+        """The slow path of :meth:`Stream.record` (what the compiled body leaves)."""
         h = self._h
         if h is None:
             self._raise_closed()
@@ -264,56 +248,15 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
         event._recorded_on = self._key or 1  # what event.synchronize() reports on
         return event
 
-    def __cuda_stream__(self) -> tuple[int, int]:
-        """The ``__cuda_stream__`` protocol: ``(0, handle as int)``."""
+    def _cuda_stream_slow(self) -> tuple[int, int]:
+        """The slow path of ``Stream.__cuda_stream__`` (what the compiled body leaves)."""
         if self._h is None:
             self._raise_closed()
         return (0, self._key)
 
     # -- host functions -------------------------------------------------------------------
-    def launch_host_func(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
-        """Run ``fn(*args, **kwargs)`` on a driver thread when the stream reaches this point.
-
-        Calls ``cuLaunchHostFunc``. The function runs after all work enqueued on the
-        stream before it; work enqueued after it waits until it returns. Does not
-        block and does not allocate device memory.
-
-        Inside a capture (``with stream.capture() as g:``) a host node is recorded
-        instead; it runs on every replay of every executable graph made from ``g``.
-        ``fn`` and its arguments are kept alive until the function has run (eager), or
-        as long as the graph and every executable graph made from it (captured),
-        also when the caller keeps no reference to them.
-
-        Parameters
-        ----------
-        fn
-            Any callable. It must not call CUDA (no driver call of any kind: the
-            driver forbids it in host functions, and a synchronising call would
-            deadlock the stream).
-        *args, **kwargs
-            Passed to ``fn``.
-
-        Notes
-        -----
-        * The driver thread takes the GIL to run ``fn``; work behind it on the stream
-          waits meanwhile. (cuda-bindings 12.x calls do not always release the GIL,
-          so waiting on such a stream from Python can deadlock there.)
-        * Each one costs several microseconds, mostly the driver's hand-off (see the
-          performance page); to signal completion at high rates use
-          :meth:`write_value32` on mapped memory.
-        * An exception raised by ``fn`` does not stop the stream. The next
-          ``synchronize()`` of this stream (for a graph: of the stream it was launched
-          on) or ``Context.synchronize()`` re-raises it as
-          :class:`~cudriver.HostCallbackError` (all of them in ``.errors``); one
-          never collected goes to :data:`sys.unraisablehook` when the stream closes.
-
-        Raises
-        ------
-        TypeError
-            ``fn`` is not callable.
-        ClosedError
-            The stream is closed.
-        """
+    def _launch_host_func_slow(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
+        """The slow path of :meth:`Stream.launch_host_func` (what the compiled body leaves)."""
         h = self._h
         if h is None:
             self._raise_closed()
@@ -324,52 +267,19 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
         _hostfn.launch(self, h, self._key, ctx_key, fn, args, kwargs)
 
     # -- memory operations ----------------------------------------------------------------
-    def write_value32(self, addr: Any, value: int, *, no_memory_barrier: bool = False) -> None:
-        """Write a 32-bit ``value`` to ``addr`` when the stream reaches this point.
-
-        Calls ``cuStreamWriteValue32``; does not block or allocate. Captured as a
-        memory-operation node inside a capture.
-
-        Parameters
-        ----------
-        addr
-            A device buffer, a device-mapped pinned buffer, ``(buffer, byte_offset)``,
-            a ``CUdeviceptr`` or an int; 4-byte aligned.
-        value
-            ``0 <= value < 2**32``.
-        no_memory_barrier
-            Skip the memory barrier before the write
-            (``CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER``): earlier writes by the stream
-            may become visible after this one. The CUDA 12+ driver API documents this
-            flag as unsupported; a driver that refuses it raises
-            :class:`~cudriver.NotSupportedError`.
-
-        Raises
-        ------
-        ValueError
-            The value does not fit, the address is misaligned or beyond the buffer.
-        NotSupportedError
-            The driver refused ``no_memory_barrier=True``.
-        """
+    def _write_value32_slow(
+        self, addr: Any, value: int, *, no_memory_barrier: bool = False
+    ) -> None:
+        """The slow path of :meth:`Stream.write_value32` (what the compiled body leaves)."""
         memops.write_value(self, addr, value, 4, no_memory_barrier)
 
-    def write_value64(self, addr: Any, value: int, *, no_memory_barrier: bool = False) -> None:
-        """Write a 64-bit ``value`` to ``addr`` when the stream reaches this point.
-
-        Calls ``cuStreamWriteValue64``; does not block or allocate. As
-        :meth:`write_value32`, with ``0 <= value < 2**64`` and an 8-byte aligned
-        address.
-
-        Raises
-        ------
-        NotSupportedError
-            The device lacks ``CAN_USE_64_BIT_STREAM_MEM_OPS``.
-        ValueError
-            The value does not fit, the address is misaligned or beyond the buffer.
-        """
+    def _write_value64_slow(
+        self, addr: Any, value: int, *, no_memory_barrier: bool = False
+    ) -> None:
+        """The slow path of :meth:`Stream.write_value64` (what the compiled body leaves)."""
         memops.write_value(self, addr, value, 8, no_memory_barrier)
 
-    def wait_value32(
+    def _wait_value32_slow(
         self,
         addr: Any,
         value: int,
@@ -377,35 +287,10 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
         *,
         flush: bool = False,
     ) -> None:
-        """Make later work wait until the 32-bit value at ``addr`` meets ``cond``.
-
-        Calls ``cuStreamWaitValue32``; does not block the host or allocate. Captured
-        as a memory-operation node inside a capture.
-
-        Parameters
-        ----------
-        addr
-            As for :meth:`write_value32`; 4-byte aligned.
-        value
-            Compared with the memory value as ``cond`` says; ``0 <= value < 2**32``.
-        cond
-            A :class:`~cudriver.WaitCondition`: ``GEQ`` (default), ``EQ``, ``AND`` or
-            ``NOR``.
-        flush
-            Also flush remote writes once the wait ends
-            (``CU_STREAM_WAIT_VALUE_FLUSH``).
-
-        Raises
-        ------
-        NotSupportedError
-            ``NOR`` without ``CAN_USE_STREAM_WAIT_VALUE_NOR``, or ``flush`` without
-            ``CAN_FLUSH_REMOTE_WRITES``.
-        ValueError
-            The value does not fit, the address is misaligned or beyond the buffer.
-        """
+        """The slow path of :meth:`Stream.wait_value32` (what the compiled body leaves)."""
         memops.wait_value(self, addr, value, cond, flush, 4)
 
-    def wait_value64(
+    def _wait_value64_slow(
         self,
         addr: Any,
         value: int,
@@ -413,20 +298,7 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
         *,
         flush: bool = False,
     ) -> None:
-        """Make later work wait until the 64-bit value at ``addr`` meets ``cond``.
-
-        Calls ``cuStreamWaitValue64``; does not block the host or allocate. As
-        :meth:`wait_value32`, with ``0 <= value < 2**64`` and an 8-byte aligned
-        address.
-
-        Raises
-        ------
-        NotSupportedError
-            The device lacks ``CAN_USE_64_BIT_STREAM_MEM_OPS`` (or the attribute
-            ``NOR`` or ``flush`` need).
-        ValueError
-            The value does not fit, the address is misaligned or beyond the buffer.
-        """
+        """The slow path of :meth:`Stream.wait_value64` (what the compiled body leaves)."""
         memops.wait_value(self, addr, value, cond, flush, 8)
 
     def batch_mem_ops(self, ops: Iterable[MemOp]) -> None:
@@ -722,5 +594,3 @@ class Stream(StreamBase, _impl.StreamCore, aio.Awaitable):
 
 
 # The compiled core's versions of the hot methods, where it is in use.
-_impl.adopt(Stream, "synchronize", "query", "wait", "record", "__cuda_stream__", "launch_host_func")
-_impl.adopt(Stream, "write_value32", "wait_value32", "write_value64", "wait_value64")
