@@ -23,15 +23,15 @@ from typing import Any, TextIO
 import numpy as np
 
 from . import __version__
-from ._bindings import version_string
-from ._init import driver_version, init
-from .device import Device
+from ._runtime._bindings import version_string
+from ._runtime._init import driver_version, init
+from ._context.device import Device
 from .errors import CudaError, DriverNotFoundError, NoDeviceError
-from .memory import DeviceBuffer
-from .module import Module
-from .pinned import PinnedBuffer
-from .program import compile as nvrtc_compile
-from .stream import Stream
+from ._memory.memory import DeviceBuffer
+from ._launch.module import Module
+from ._memory.pinned import PinnedBuffer
+from ._launch.program import compile as nvrtc_compile
+from ._work.stream import Stream
 
 __all__ = [
     "EXIT_FAILED",

@@ -31,7 +31,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .device import Device
+from ._context.device import Device
 
 __all__ = [
     "Ranks",

@@ -15,6 +15,6 @@ Statuses that answer a question rather than report a failure (``NOT_READY`` from
 bindings return them. See the migration page of the documentation.
 """
 
-from . import driver  # nvrtc and runtime load when first imported
+from . import driver
 
 __all__ = ["driver"]

@@ -12,7 +12,7 @@ from typing import Any
 from cuda.bindings import driver as _raw
 
 from .. import driver as _checked
-from .._mirror import Mirror
+from .._runtime._mirror import Mirror
 
 __all__ = ["cuLaunchHostFunc"]
 

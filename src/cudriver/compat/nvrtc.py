@@ -10,7 +10,7 @@ from typing import Any
 
 from cuda.bindings import nvrtc as _raw
 
-from .._mirror import Mirror, nvrtc_error
+from .._runtime._mirror import Mirror, nvrtc_error
 
 __all__: list[str] = []
 

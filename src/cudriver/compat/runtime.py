@@ -18,7 +18,7 @@ from cuda.bindings import driver as _drv
 from cuda.bindings import runtime as _raw
 
 from .. import driver as _checked
-from .._mirror import Mirror, runtime_error
+from .._runtime._mirror import Mirror, runtime_error
 from ..errors import NotSupportedError
 
 __all__ = ["cudaLaunchHostFunc"]

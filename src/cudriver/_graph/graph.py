@@ -1,0 +1,640 @@
+"""CUDA graphs: Graph (built or captured) and GraphExec (instantiated, launched, updated)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
+
+from cuda.bindings import driver as _drv
+
+from .._runtime import _bindings
+from .._lifetime import capture
+from .. import driver as _cd
+from .._runtime._bindings import SUCCESS
+from .._lifetime._coerce import DeviceMemory, StreamLike, bool_arg, handle_arg, renamed_keyword, stream_handle
+from .._core import GraphExecCore
+from .._lifetime._handle import Handle, Lease
+from .._lifetime._hostfn import HostFuncRecord
+from .._lifetime._pins import pin2, pinned, unpin2
+from .._context.device import Context, context_arg, current_or_default
+from ..errors import GUARD, ClosedError, GraphUpdateError, checked, error_for
+from .graphbuild import GraphBuilder
+from .graphnode import GraphNode, kernel_params, launch_of, memcpy_params, memset_params
+
+__all__ = ["Graph", "GraphExec"]
+
+_cuGraphInstantiate = checked(_bindings.graph_instantiate, name="cuGraphInstantiate")
+_cuGraphInstantiateWithParams = _drv.cuGraphInstantiateWithParams
+_cuGraphLaunch = _drv.cuGraphLaunch
+_F = _drv.CUgraphInstantiate_flags
+
+_S = TypeVar("_S", "Graph", "GraphExec")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _serialized(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
+    """Run the method under the object's lock (a graph: its top-level graph's).
+
+    The driver does not synchronise graph and executable-graph objects: calls using the
+    same one from several threads must be serialised by the caller. cudriver does it for
+    every method but ``GraphExec.launch`` and ``upload`` (the hot paths; launching one
+    executable graph from several threads at once is the user's to order).
+    """
+
+    @functools.wraps(method)
+    def call(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._serial():
+            return method(self, *args, **kwargs)
+
+    return call
+
+
+_UPDATE_REASONS = {
+    1: "the update failed for an unexpected reason",
+    2: "the graph's topology changed (nodes or edges added or removed)",
+    3: "the type of a node changed",
+    4: "a kernel node's function changed",
+    5: "node parameters changed in a way that cannot be updated",
+    6: "something about a node is not supported for update",
+    7: "a kernel node's function changed in an unsupported way",
+    8: "a node's attributes changed in a way that cannot be updated",
+}
+
+
+class Graph(Handle, GraphBuilder):
+    """A CUDA graph (``cuGraphCreate``; ``cuGraphDestroy`` on close).
+
+    Made empty with ``Graph()`` and built node by node (the ``add_*`` methods), or by
+    capture (:meth:`Stream.capture`,
+    :meth:`Stream.end_capture`), or both. A graph keeps alive the objects that its
+    work refers to (kernel arguments, host functions, host memory, events), and every
+    :class:`GraphExec` made from it keeps them too.
+    """
+
+    __slots__ = (
+        "_bodies",
+        "_context",
+        "_keep",
+        "_lock",
+        "_pending_capture",
+        "_root",
+        "_session",
+        "_stream",
+    )
+
+    _kind = "Graph"
+
+    _keep: list[Any]
+    _context: Context | None
+    _pending_capture: bool
+    # While a capture fills this graph: the capturing stream (weakly) and its session.
+    _stream: weakref.ref[Any] | None
+    _session: capture.CaptureSession | None
+    # A conditional node's body: the graph holding the node; and a graph's own bodies.
+    _root: Graph | None
+    _bodies: list[Graph]
+    # Serialises the driver calls using this graph and its bodies (see _serialized).
+    _lock: threading.RLock
+
+    def __init__(self, *, context: Context | None = None) -> None:
+        ctx = context_arg(context) or current_or_default()
+        with ctx._scope():
+            h = _cd.cuGraphCreate(0)
+        self._pending_capture = False
+        self._keep = []
+        self._lock = threading.RLock()
+        self._fill(h, [], ctx)
+
+    def _fill(self, h: Any, keep: list[Any], context: Context | None) -> None:
+        # What nodes added to the bodies during the capture keep is merged in.
+        pending = getattr(self, "_keep", None)
+        if pending:
+            keep.extend(pending)
+        self._keep = keep
+        self._context = context
+        self._pending_capture = False
+        self._stream = None
+        self._session = None
+        self._root = None
+        if not hasattr(self, "_bodies"):
+            self._bodies = []
+        self._init_handle(
+            h,
+            release=_drv.cuGraphDestroy,
+            func="cuGraphDestroy",
+            keep=(context,) if context is not None else (),
+        )
+
+    @classmethod
+    def _pending(cls, stream: Any) -> Graph:
+        """The graph a ``with stream.capture()`` block fills (its handle comes at the end)."""
+        self = cls._bare(None)
+        self._pending_capture = True
+        self._stream = weakref.ref(stream)
+        self._session = stream._capture
+        return self
+
+    @classmethod
+    def _bare(cls, context: Context | None) -> Graph:
+        self = cls.__new__(cls)
+        self._h = None
+        self._keep = []
+        self._context = context
+        self._pending_capture = False
+        self._stream = None
+        self._session = None
+        self._root = None
+        self._bodies = []
+        self._lock = threading.RLock()
+        return self
+
+    @classmethod
+    def _from_handle(cls, h: Any, *, keep: list[Any], context: Context | None) -> Graph:
+        self = cls._bare(context)
+        self._fill(h, keep, context)
+        return self
+
+    @classmethod
+    def _body(cls, h: Any, parent: Graph) -> Graph:
+        """A conditional node's body graph, owned by the driver through ``parent``."""
+        self = cls._bare(parent._context)
+        self._root = parent
+        self._init_handle(h, release=None, func="cuGraphDestroy", owned=False, owner=parent)
+        parent._bodies.append(self)
+        return self
+
+    @classmethod
+    def from_handle(cls, handle: Any, owner: Any = None) -> Graph:
+        """Wrap a foreign ``CUgraph`` (or int) without owning it."""
+        h = handle_arg(handle, _drv.CUgraph, "graph handle")
+        self = cls._bare(None)
+        self._init_handle(h, release=None, func="cuGraphDestroy", owned=False, owner=owner)
+        return self
+
+    def close(self) -> None:
+        """Destroy the graph (``cuGraphDestroy``); idempotent.
+
+        What the graph kept alive for its work is let go; executable graphs made from
+        it keep their own reference to it. Its conditional bodies, and their nodes,
+        are closed with it.
+        """
+        for body in self._bodies:
+            body.close()
+        self._bodies = []
+        super().close()
+        self._keep = []
+
+    @property
+    def handle(self) -> Any:
+        """The raw ``CUgraph``, for raw calls (also checks the graph owning a body)."""
+        h = self._h
+        if h is None or not self._live():
+            self._raise_closed()
+        return h
+
+    def _serial(self) -> threading.RLock:
+        return self._top()._lock
+
+    def _top(self) -> Graph:
+        g = self
+        while g._root is not None:
+            g = g._root
+        return g
+
+    def _capturing_stream(self) -> Any:
+        """The stream whose capture is filling this graph, while it does; else None."""
+        ref = self._stream
+        if ref is None or self._session is None or self._session.closed:
+            return None
+        return ref()
+
+    def _live(self) -> bool:
+        """Whether the graph's nodes may be used: it is open, or a capture is filling it."""
+        top = self._top()
+        if top._h is None and top._capturing_stream() is None:
+            return False
+        return self is top or self._h is not None
+
+    def _pin_target(self) -> Handle:
+        # A body pins the graph that owns it; while a capture fills that graph, the stream.
+        top = self._top()
+        if top._h is None:
+            stream = top._capturing_stream()
+            if stream is None:
+                self._raise_closed()
+            return stream  # type: ignore[no-any-return]
+        return top
+
+    def _adopt(self, kept: list[Any]) -> None:
+        """Keep what a capture into this graph (``capture(into=...)``) refers to."""
+        self._top()._keep.extend(kept)
+
+    def _raise_closed(self) -> NoReturn:
+        if self._root is not None:
+            raise ClosedError("Graph is closed: it was a conditional body of a closed graph")
+        if getattr(self, "_pending_capture", False):
+            if self._capturing_stream() is None:
+                raise ClosedError(
+                    "Graph is unusable: the capture that was filling it ended without a graph"
+                )
+            raise ClosedError(
+                "Graph is still being captured: use it after the `with stream.capture()` "
+                "block has exited"
+            )
+        super()._raise_closed()
+
+    @property
+    @pinned
+    @_serialized
+    def num_nodes(self) -> int:
+        """Number of nodes (``cuGraphGetNodes``)."""
+        _nodes, n = _cd.cuGraphGetNodes(self.handle, 0)
+        return int(n)
+
+    @pinned
+    @_serialized
+    def clone(self) -> Graph:
+        """A copy of the graph (``cuGraphClone``) that keeps the same objects alive."""
+        h = _cd.cuGraphClone(self.handle)
+        return Graph._from_handle(h, keep=list(self._keep), context=self._context)
+
+    @pinned
+    @_serialized
+    def to_dot(self, path: str | os.PathLike[str] | None = None, *, verbose: bool = False) -> str:
+        """The graph in DOT format (``cuGraphDebugDotPrint``); also written to ``path``.
+
+        Writes a temporary file when ``path`` is None.
+        """
+        h = self.handle
+        flags = int(_drv.CUgraphDebugDot_flags.CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) if verbose else 0
+        if path is not None:
+            target = os.fspath(path)
+            _cd.cuGraphDebugDotPrint(h, target.encode(), flags)
+            with open(target, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        fd, tmp = tempfile.mkstemp(suffix=".dot", prefix="cudriver-graph-")
+        os.close(fd)
+        try:
+            _cd.cuGraphDebugDotPrint(h, tmp.encode(), flags)
+            with open(tmp, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        finally:
+            os.unlink(tmp)
+
+    @pinned
+    @_serialized
+    def instantiate(
+        self,
+        *,
+        auto_free_on_launch: bool = False,
+        upload_stream: StreamLike = None,
+        device_launch: bool = False,
+        use_node_priority: bool = False,
+    ) -> GraphExec:
+        """Make an executable graph (``cuGraphInstantiate``/``cuGraphInstantiateWithParams``).
+
+        Parameters
+        ----------
+        auto_free_on_launch
+            Free memory allocated by the graph's allocation nodes when it is
+            launched again without having been freed.
+        upload_stream
+            Upload the executable graph on this stream as part of instantiation.
+        device_launch
+            Allow launching the graph from the device.
+        use_node_priority
+            Honour per-node priorities instead of the launch stream's.
+
+        Notes
+        -----
+        Allocates device resources; does not synchronise.
+        """
+        h = self.handle
+        auto_free_on_launch = bool_arg(auto_free_on_launch, "auto_free_on_launch")
+        device_launch = bool_arg(device_launch, "device_launch")
+        use_node_priority = bool_arg(use_node_priority, "use_node_priority")
+        flags = 0
+        if auto_free_on_launch:
+            flags |= int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        if device_launch:
+            flags |= int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH)
+        if use_node_priority:
+            flags |= int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
+        if upload_stream is None:
+            eh = _cuGraphInstantiate(h, flags)
+        else:
+            params = _drv.CUDA_GRAPH_INSTANTIATE_PARAMS()
+            params.flags = flags | int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)
+            params.hUploadStream = stream_handle(upload_stream)
+            r = _cuGraphInstantiateWithParams(h, params)
+            if r[0] is not SUCCESS:
+                detail = None
+                res = getattr(params, "result_out", None)
+                if res is not None and int(res) != 0:
+                    detail = f"instantiate result {_drv.CUgraphInstantiateResult(int(res)).name}"
+                raise error_for(r[0], _cuGraphInstantiateWithParams, detail)
+            eh = r[1]
+        return GraphExec._new(eh, self)
+
+    def _repr_extra(self) -> str:
+        return "body" if self._root is not None else ""
+
+
+class GraphExec(Handle, GraphExecCore):
+    """An executable graph (``cuGraphInstantiate``; ``cuGraphExecDestroy`` on close).
+
+    Keeps alive everything the graph it was made from refers to, so replays never
+    touch freed memory, also after the :class:`Graph` is closed.
+    """
+
+    # _host_records and _streams live in GraphExecCore (C fields, or slots in pure mode).
+    __slots__ = ("_context", "_keeps", "_lock", "_node_keeps", "_source")
+
+    _kind = "GraphExec"
+
+    _keeps: list[list[Any]]
+    _context: Context | None
+    _host_records: list[Any]
+    _streams: set[int] | None
+    # The graph it was made from (its nodes are the ones per-node updates name), and
+    # what each updated node's current parameters keep (also listed in _keeps).
+    _source: weakref.ref[Graph]
+    _node_keeps: dict[int, list[Any]]
+    _lock: threading.Lock
+
+    def __init__(self) -> None:
+        raise TypeError("use Graph.instantiate()")
+
+    @classmethod
+    def _new(cls, h: Any, graph: Graph) -> GraphExec:
+        self = cls.__new__(cls)
+        keeps = [graph._keep]
+        self._keeps = keeps
+        self._context = graph._context
+        self._host_records = _host_records(graph._keep)
+        self._source = weakref.ref(graph)
+        self._node_keeps = {}
+        self._lock = threading.Lock()
+        # The streams it was launched on, tracked only when it uses stream-ordered
+        # memory: freeing that memory is then ordered after those launches.
+        streams: set[int] = set()
+        self._streams = streams if _uses_ordered_memory(keeps) else None
+        self._init_handle(
+            h,
+            release=functools.partial(_destroy_exec, graph._serial()),
+            func="cuGraphExecDestroy",
+            # What it keeps goes only once it is destroyed (after the fence below).
+            keep=(graph._context, keeps),
+            on_release=functools.partial(_fence, keeps, streams),
+        )
+        return self
+
+    def _launch_slow(self, stream: StreamLike) -> None:
+        """The slow path of :meth:`GraphExec.launch` (what the compiled body leaves)."""
+        if GUARD.armed:
+            GUARD.check()
+        # The graph and the stream stay pinned for the calls.
+        pins = pin2(self, stream)
+        try:
+            h = self._state.handle
+            sh = stream_handle(stream)
+            if self._host_records:
+                key = int(sh)
+                for rec in self._host_records:
+                    rec.stream_key = key
+            if capture.ACTIVE:
+                capture.keep(sh, list(self._keeps))
+            r = _cuGraphLaunch(h, sh)
+        finally:
+            unpin2(*pins)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], _cuGraphLaunch)
+        if self._streams is not None:
+            self._streams.add(int(sh))
+
+    @pinned
+    def _upload_slow(self, stream: StreamLike) -> None:
+        """The slow path of :meth:`GraphExec.upload` (what the compiled body leaves)."""
+        _cd.cuGraphUpload(self.handle, stream_handle(stream))
+
+    @pinned
+    @_serialized
+    def update(self, graph: Graph) -> None:
+        """Update this executable graph in place from ``graph`` (``cuGraphExecUpdate``).
+
+        ``graph`` must have the same topology (same nodes, edges and node types);
+        kernel arguments, memory addresses and memop values may differ.
+
+        Raises
+        ------
+        GraphUpdateError
+            The driver refused the update; ``result`` and ``reason`` say why and
+            ``node`` which node, when the driver names one. This executable graph is
+            left unchanged and usable.
+        """
+        h = self.handle
+        if not isinstance(graph, Graph):
+            raise TypeError(f"update() takes a cudriver.Graph, not {type(graph).__name__}")
+        with graph._serial():
+            status, info = _bindings.graph_exec_update(h, graph.handle)
+        if status is not SUCCESS:
+            if info is None:
+                raise error_for(status, _drv.cuGraphExecUpdate)
+            code = int(info.result)
+            try:
+                rname = _drv.CUgraphExecUpdateResult(code).name
+            except ValueError:
+                rname = f"update result {code}"
+            node = _drv.CUgraphNode(info.errorNode) if info.errorNode else None
+            reason = _UPDATE_REASONS.get(code, "the driver refused the update")
+            if node is not None:
+                reason = f"{reason} (at node {int(node):#x})"
+            raise GraphUpdateError(status, "cuGraphExecUpdate", rname, reason, node)
+        # The replaced graph's objects are no longer used by later launches. Launches
+        # of it still in flight are covered: host functions hold their own records
+        # until they run, synchronous frees wait for the device, and stream-ordered
+        # frees are ordered after the streams it was launched on (the fence).
+        keeps = self._keeps
+        _fence(keeps, self._streams or set())
+        keeps[:] = [graph._keep]
+        self._node_keeps.clear()
+        self._host_records = _host_records(graph._keep)
+        if self._streams is None and _uses_ordered_memory(keeps):
+            self._streams = set()
+
+    # -- per-node updates ------------------------------------------------------------
+    @pinned
+    @_serialized
+    def set_kernel_args(
+        self,
+        node: GraphNode,
+        *args: Any,
+        grid: Any = None,
+        block: Any = None,
+        shared_mem: int | None = None,
+    ) -> None:
+        """Give a kernel node new arguments (``cuGraphExecKernelNodeSetParams``).
+
+        Later launches of this executable graph use them; the :class:`Graph` is not
+        changed. ``grid``, ``block`` and ``shared_mem`` default to the node's. The node
+        is one of the graph this was made from (added with ``add_kernel``, or found
+        with :meth:`Graph.nodes`); the kernel stays the same. The arguments are kept
+        alive, the previous ones let go (ordered after launches in flight).
+        """
+        with self._node(node) as nh:
+            kernel, g, b, shm = launch_of(node)
+            g = g if grid is None else grid
+            b = b if block is None else block
+            shm = shm if shared_mem is None else shared_mem
+            p, packed, _launch = kernel_params(kernel, g, b, shm, args)
+            _cd.cuGraphExecKernelNodeSetParams(self.handle, nh, p)
+            del packed
+            self._keep_for(nh, (kernel, tuple(a for a in args if not isinstance(a, GraphNode))))
+
+    @pinned
+    @_serialized
+    def set_memcpy(self, node: GraphNode, dst: Any, src: Any, nbytes: int | None = None) -> None:
+        """Give a copy node new operands (``cuGraphExecMemcpyNodeSetParams``).
+
+        As :meth:`Graph.add_memcpy`; the driver requires the same kinds of memory (and
+        devices) as the node had.
+        """
+        p, keep = memcpy_params(dst, src, nbytes)
+        with self._node(node) as nh:
+            ctx = self._context.handle if self._context is not None else _drv.CUcontext(0)
+            _cd.cuGraphExecMemcpyNodeSetParams(self.handle, nh, p, ctx)
+            self._keep_for(nh, keep)
+
+    @pinned
+    @_serialized
+    def set_memset(
+        self,
+        node: GraphNode,
+        dst: Any,
+        value: Any,
+        *,
+        element_size: int | None = None,
+        count: int | None = None,
+        width: int | None = None,
+    ) -> None:
+        """Give a memset node new parameters (``cuGraphExecMemsetNodeSetParams``).
+
+        As :meth:`Graph.add_memset`; the driver requires the same element size.
+        ``width`` is the deprecated name of ``element_size``.
+        """
+        if width is not None:
+            element_size = renamed_keyword(
+                "set_memset", "width", width, "element_size", element_size
+            )
+        p, keep = memset_params(dst, value, element_size, count)
+        with self._node(node) as nh:
+            ctx = self._context.handle if self._context is not None else _drv.CUcontext(0)
+            _cd.cuGraphExecMemsetNodeSetParams(self.handle, nh, p, ctx)
+            self._keep_for(nh, (keep,) if keep is not None else ())
+
+    @pinned
+    @_serialized
+    def set_enabled(self, node: GraphNode, enabled: bool) -> None:
+        """Enable or disable a node for later launches (``cuGraphNodeSetEnabled``).
+
+        A disabled node does nothing (as an empty node) but keeps its parameters.
+        Kernel, memcpy and memset nodes can be disabled (the driver's rule).
+        """
+        flag = bool_arg(enabled, "enabled")
+        with self._node(node) as nh:
+            _cd.cuGraphNodeSetEnabled(self.handle, nh, 1 if flag else 0)
+
+    @pinned
+    @_serialized
+    def is_enabled(self, node: GraphNode) -> bool:
+        """Whether ``node`` runs in later launches (``cuGraphNodeGetEnabled``)."""
+        with self._node(node) as nh:
+            return bool(_cd.cuGraphNodeGetEnabled(self.handle, nh))
+
+    def _serial(self) -> threading.Lock:
+        return self._lock
+
+    def _node(self, node: Any) -> Any:
+        """``node``'s handle, pinned, after checking it is a node of the source graph."""
+        if not isinstance(node, GraphNode):
+            raise TypeError(f"expected a cudriver.GraphNode, not {type(node).__name__}")
+        source = self._source()
+        if source is None or node._graph._top() is not source:
+            raise ValueError(
+                f"{node!r} is not a node of the graph this executable graph was made from"
+            )
+        return node._pinned()
+
+    def _keep_for(self, nh: Any, objs: tuple[Any, ...]) -> None:
+        """Keep ``objs`` for node ``nh``'s new parameters; let the previous ones go."""
+        new: list[Any] = []
+        capture.hold(new, objs)
+        keeps = self._keeps
+        old = self._node_keeps.pop(int(nh), None)
+        if old is not None:
+            _fence([old], self._streams or set())
+            keeps[:] = [k for k in keeps if k is not old]
+        keeps.append(new)
+        self._node_keeps[int(nh)] = new
+        if self._streams is None and _uses_ordered_memory([new]):
+            self._streams = set()
+
+    def close(self) -> None:
+        """Destroy the executable graph (``cuGraphExecDestroy``); idempotent.
+
+        Launches in flight complete (the driver frees the graph afterwards); what it
+        kept alive is let go, ordered after them (see :meth:`update`).
+        """
+        super().close()
+        self._host_records = []
+        self._keeps = []
+        self._node_keeps = {}
+
+    def _repr_extra(self) -> str:
+        return ""
+
+
+def _destroy_exec(lock: threading.RLock, h: Any) -> Any:
+    """``cuGraphExecDestroy`` under the lock of the graph the executable was made from.
+
+    The driver does not order the destroy with calls on that graph made by other
+    threads (measured with cuda-bindings 12.9: a destroy while two threads added nodes to
+    the source graph and read its nodes crashed the process), so it runs under the lock
+    that serialises those calls.
+    """
+    with lock:
+        return _drv.cuGraphExecDestroy(h)
+
+
+def _host_records(keep: list[Any]) -> list[HostFuncRecord]:
+    return [o for o in keep if isinstance(o, HostFuncRecord)]
+
+
+def _leased_memory(keeps: list[list[Any]]) -> list[DeviceMemory]:
+    return [
+        o.target
+        for keep in keeps
+        for o in keep
+        if isinstance(o, Lease) and isinstance(o.target, DeviceMemory)
+    ]
+
+
+def _uses_ordered_memory(keeps: list[list[Any]]) -> bool:
+    return any(m._producer_stream() is not None for m in _leased_memory(keeps))
+
+
+def _fence(keeps: list[list[Any]], streams: set[int]) -> None:
+    """Order the stream-ordered frees of what ``keeps`` holds after launches on ``streams``."""
+    if streams:
+        for m in _leased_memory(keeps):
+            for key in streams:
+                m._note_use(key)
+
+
+# The compiled core's versions of the hot methods, where it is in use.

@@ -1,0 +1,101 @@
+"""Stream-ordered frees, ordered after the other streams that used the memory.
+
+The release of a stream-ordered :class:`~cudriver.DeviceBuffer` (from
+``cuMemAllocAsync`` or a :class:`~cudriver.MemoryPool`) is ``cuMemFreeAsync`` on the
+buffer's stream, made to wait first for the work cudriver enqueued on other streams
+using the buffer (see the architecture page, "Stream-ordered frees").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cuda.bindings import driver as _drv
+
+from .._runtime._bindings import SUCCESS
+from .._context.device import call_in_context
+
+if TYPE_CHECKING:
+    from .._work.stream import Stream
+
+__all__ = ["LEGACY", "order_free", "free_async_now", "free_async", "FreeAsync"]
+
+#: ``CU_STREAM_LEGACY``, independent of the per-thread-stream build.
+LEGACY = _drv.CUstream(1)
+
+_cuMemFreeAsync = _drv.cuMemFreeAsync
+_cuCtxSynchronize = _drv.cuCtxSynchronize
+_cuEventCreate = _drv.cuEventCreate
+_cuEventRecord = _drv.cuEventRecord
+_cuEventDestroy = _drv.cuEventDestroy
+_cuStreamWaitEvent = _drv.cuStreamWaitEvent
+_EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+
+
+def order_free(sh: Any, used_on: set[int]) -> bool:
+    """Make ``sh`` wait for the work enqueued so far on each stream in ``used_on``.
+
+    False when that could not be done (a stream is gone): then the caller waits for
+    the whole context instead.
+    """
+    own = int(sh)
+    for key in used_on:
+        if key == own:
+            continue
+        r = _cuEventCreate(_EVENT_NO_TIMING)
+        if r[0] is not SUCCESS:
+            return False
+        ev = r[1]
+        try:
+            if _cuEventRecord(ev, _drv.CUstream(key))[0] is not SUCCESS:
+                return False
+            if _cuStreamWaitEvent(sh, ev, 0)[0] is not SUCCESS:
+                return False
+        finally:
+            _cuEventDestroy(ev)
+    return True
+
+
+def free_async_now(stream: Stream, used_on: set[int], dptr: Any) -> Any:
+    # A stream closed before the buffer keeps its handle until the buffer's release
+    # (the buffer is one of its dependants): the free still goes on that stream, never
+    # on the legacy stream, which would break any capture open on a blocking stream.
+    sh = stream._h
+    if sh is None:
+        sh = stream._state.handle
+    if sh is not None and (not used_on or order_free(sh, used_on)):
+        return _cuMemFreeAsync(dptr, sh)
+    # Work on another stream that used the memory could not be ordered before the
+    # free (that stream is gone): wait for the whole context, then free.
+    r = _cuCtxSynchronize()
+    if r[0] is not SUCCESS:
+        return r
+    return _cuMemFreeAsync(dptr, LEGACY if sh is None else sh)
+
+
+class FreeAsync:
+    """A stream-ordered buffer's release (pure implementation): :func:`free_async`.
+
+    It enqueues on the buffer's stream, and may wait for the whole context: never run
+    beside an open capture (``waits_for_device``), where the free would be captured or
+    the wait would break the capture.
+    """
+
+    __slots__ = ("ctx_h", "stream", "used_on")
+    waits_for_device = True
+
+    def __init__(self, ctx_h: Any, stream: Stream, used_on: set[int]) -> None:
+        self.ctx_h, self.stream, self.used_on = ctx_h, stream, used_on
+
+    def __call__(self, dptr: Any) -> Any:
+        return free_async(self.ctx_h, self.stream, self.used_on, dptr)
+
+
+def free_async(ctx_h: Any, stream: Stream, used_on: set[int], dptr: Any) -> Any:
+    """The release of a stream-ordered buffer: ``cuMemFreeAsync`` on its stream.
+
+    Ordered after the work that cudriver enqueued on other streams using the buffer
+    (kernel launches, prepared launches, graph launches, copies), which ``used_on``
+    lists.
+    """
+    return call_in_context(ctx_h, free_async_now, stream, used_on, dptr)

@@ -1,0 +1,266 @@
+"""Pinned (page-locked) host memory: :class:`PinnedBuffer`."""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+from cuda.bindings import driver as _drv
+
+from . import _dlpack
+from .._lifetime import _handle
+from .._lifetime._coerce import HostMemory, bool_arg, nbytes_arg, typed_shape
+from ._copy import HostBytes
+from .._context.device import Context, Device, call_in_context, context_arg, current_or_default
+from ..errors import checked
+from .memory import DeviceBuffer
+
+__all__ = ["PinnedBuffer"]
+
+_U8 = np.dtype(np.uint8)
+_HOSTALLOC_PORTABLE = int(_drv.CU_MEMHOSTALLOC_PORTABLE)
+_HOSTALLOC_DEVICEMAP = int(_drv.CU_MEMHOSTALLOC_DEVICEMAP)
+_HOSTALLOC_WRITECOMBINED = int(_drv.CU_MEMHOSTALLOC_WRITECOMBINED)
+_cuMemHostAlloc = checked(_drv.cuMemHostAlloc)
+_cuMemHostGetDevicePointer = checked(_drv.cuMemHostGetDevicePointer)
+
+
+class PinnedBuffer(HostMemory):
+    """Page-locked host memory (``cuMemHostAlloc``; ``cuMemFreeHost`` on close).
+
+    Copies between pinned memory and the device run at full speed and, on a stream,
+    truly asynchronously. Use it as ``src``/``out`` of :class:`DeviceBuffer`
+    copies, or through numpy with :meth:`array`.
+
+    Parameters
+    ----------
+    nbytes
+        Size in bytes; must be positive.
+    mapped
+        Map the memory into the device address space (``CU_MEMHOSTALLOC_DEVICEMAP``),
+        so kernels and device copies can read it at :attr:`device_ptr`.
+    portable
+        Pinned for every context, not only the allocating one
+        (``CU_MEMHOSTALLOC_PORTABLE``).
+    write_combined
+        Write-combined memory (``CU_MEMHOSTALLOC_WRITECOMBINED``): faster to
+        transfer to the device, very slow to read from the host.
+    context
+        The context to allocate in; default: the current context (else device 0's
+        primary context). The buffer keeps it alive.
+
+    Notes
+    -----
+    numpy arrays from :meth:`array` (and views from :meth:`device_buffer`) keep the
+    memory alive: :meth:`close` makes the buffer itself unusable at once, and the
+    memory is freed when the last such array or view is gone.
+    """
+
+    __slots__ = ("_context", "_device_ptr", "_export", "_flags", "_nbytes")
+
+    _kind = "PinnedBuffer"
+    #: The DLPack device type of the memory: ``kDLCUDAHost`` (pinned host memory).
+    _DL_DEVICE_TYPE: ClassVar[int] = 3
+
+    _context: Context
+    _device_ptr: int | None
+    _export: weakref.ref[HostBytes] | None
+    _flags: int
+    _nbytes: int
+
+    def __init__(
+        self,
+        nbytes: int,
+        *,
+        mapped: bool = True,
+        portable: bool = True,
+        write_combined: bool = False,
+        context: Context | None = None,
+    ) -> None:
+        n = nbytes_arg(nbytes)
+        ctx = context_arg(context)
+        mapped = bool_arg(mapped, "mapped")
+        portable = bool_arg(portable, "portable")
+        write_combined = bool_arg(write_combined, "write_combined")
+        flags = 0
+        if mapped:
+            flags |= _HOSTALLOC_DEVICEMAP
+        if portable:
+            flags |= _HOSTALLOC_PORTABLE
+        if write_combined:
+            flags |= _HOSTALLOC_WRITECOMBINED
+        if ctx is None:
+            ctx = current_or_default()
+        with ctx._scope():
+            ptr = _cuMemHostAlloc(n, flags)
+        self._context = ctx
+        self._nbytes = n
+        self._flags = flags
+        self._device_ptr = None
+        self._export = None
+        self._init_handle(
+            int(ptr),
+            release=functools.partial(call_in_context, ctx.handle, _drv.cuMemFreeHost),
+            func="cuMemFreeHost",
+            keep=(ctx,),
+        )
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the memory is mapped into the device address space."""
+        return bool(self._flags & _HOSTALLOC_DEVICEMAP)
+
+    @property
+    def portable(self) -> bool:
+        """Whether the memory is pinned for every context."""
+        return bool(self._flags & _HOSTALLOC_PORTABLE)
+
+    @property
+    def context(self) -> Context:
+        """The context the memory was allocated in."""
+        return self._context
+
+    @property
+    def device(self) -> Device:
+        """The device of the context the memory was allocated in (:attr:`context`'s).
+
+        No driver call once the context knows its device (``cuCtxGetDevice`` once per
+        context). Pinned memory is host memory: with ``portable=True`` (the default)
+        every context may use it, whatever this device.
+        """
+        return self._context.device
+
+    @property
+    def device_ptr(self) -> int:
+        """The device address of mapped memory (``cuMemHostGetDevicePointer``, cached).
+
+        Raises
+        ------
+        ValueError
+            The buffer was allocated with ``mapped=False``.
+        """
+        if self._h is None:
+            self._raise_closed()
+        if not self._flags & _HOSTALLOC_DEVICEMAP:
+            raise ValueError(
+                "this PinnedBuffer is not mapped (mapped=False): it has no device pointer"
+            )
+        dp = self._device_ptr
+        if dp is None:
+            with self._context._scope():
+                dp = self._device_ptr = int(_cuMemHostGetDevicePointer(self._key, 0))
+        return dp
+
+    def _holder(self) -> HostBytes:
+        ref = self._export
+        holder = ref() if ref is not None else None
+        if holder is None:
+            holder = HostBytes(self, self._key, self._nbytes)
+            self._export = weakref.ref(holder)
+        return holder
+
+    def array(
+        self, dtype: npt.DTypeLike = np.uint8, shape: int | tuple[int, ...] | None = None
+    ) -> npt.NDArray[Any]:
+        """A numpy array onto the pinned memory (no copy, no driver call).
+
+        The array keeps the memory alive, also after the buffer is dropped or closed.
+        ``shape`` defaults to ``(nbytes // itemsize,)``; otherwise its size times the
+        item size must equal :attr:`nbytes`.
+        """
+        if self._h is None:
+            self._raise_closed()
+        dt, shp = typed_shape(self._nbytes, dtype, shape)
+        raw: npt.NDArray[Any] = np.asarray(self._holder())
+        if dt != _U8:
+            raw = raw.view(dt)
+        return raw.reshape(shp)
+
+    def device_buffer(self) -> DeviceBuffer:
+        """A :class:`DeviceBuffer` over the mapped memory (at :attr:`device_ptr`).
+
+        Like :meth:`array`, it keeps the memory alive; it never frees. Device copies
+        from or to it read or write the host memory through the bus.
+        """
+        dp = self.device_ptr
+        return DeviceBuffer.from_handle(dp, self._nbytes, self._holder(), context=self._context)
+
+    def close(self) -> None:
+        """Make the buffer unusable and free the memory (``cuMemFreeHost``); idempotent.
+
+        While arrays from :meth:`array` or views from :meth:`device_buffer` are alive,
+        the memory is freed only when the last of them is gone.
+        """
+        if self._h is None:
+            return
+        ref = self._export
+        holder = ref() if ref is not None else None
+        if holder is None:
+            super().close()
+            return
+        self._h = None
+        # The release runs once the last export is gone (pure mode: this object's own
+        # finaliser, which then runs only once).
+        release: Any = self._finalizer
+        if release is None:
+            release = functools.partial(_handle._collected, self._state)
+        fin = weakref.finalize(holder, release)
+        fin.atexit = False  # no driver calls at interpreter exit
+
+    def __array__(
+        self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
+    ) -> npt.NDArray[Any]:
+        a = self.array()
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError("converting a PinnedBuffer to another dtype needs a copy")
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    def __buffer__(self, flags: int) -> memoryview:
+        """The buffer protocol (Python 3.12+): a writable view of the bytes."""
+        arr: Any = self.array()
+        return memoryview(arr)
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule over the pinned memory, as bytes (no copy, no driver call).
+
+        The device is ``(kDLCUDAHost, 0)``; ``dl_device=(kDLCPU, 0)`` exports the same
+        memory as plain host memory (what ``numpy.from_dlpack(buf, device="cpu")``
+        asks for). ``stream`` is checked as the array API says but orders nothing:
+        host memory has no stream. The memory stays allocated, also after
+        :meth:`close`, until the consumer is done with it. See the DLPack page of the
+        documentation; the arguments are those of the array API's ``__dlpack__``.
+
+        Raises
+        ------
+        ClosedError
+            The buffer is closed.
+        BufferError
+            ``copy=True`` (nothing is copied) or another ``dl_device``.
+        """
+        return _dlpack.export(
+            self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(kDLCUDAHost, 0)``: pinned host memory (the device id is 0, as DLPack says)."""
+        return _dlpack.device(self)
+
+    def _repr_extra(self) -> str:
+        parts = [f"nbytes={self._nbytes}"]
+        if self.mapped:
+            parts.append("mapped")
+        if self.portable:
+            parts.append("portable")
+        return " ".join(parts)
