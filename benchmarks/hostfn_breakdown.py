@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         s.synchronize()
         return dt
 
-    core, hostfn = cu._core, cu._hostfn
+    core, hostfn = cu._core, cu._lifetime._hostfn
 
     def core_trampoline(n: int) -> float:
         # The compiled core's trampoline, each key registered as launch_host_func does.

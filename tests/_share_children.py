@@ -94,7 +94,7 @@ def echo(inbox: Any, outbox: Any) -> None:
     """Receive buffers, write and drop each; report fds, memory, registries, warnings."""
     import warnings
 
-    from cudriver import _share
+    from cudriver._context import _share
 
     caught: list[str] = []
     warnings.simplefilter("always", cu.CudaWarning)

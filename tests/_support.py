@@ -22,7 +22,7 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver.program import NvrtcNotFoundError, nvrtc_version
+from cudriver._launch.program import NvrtcNotFoundError, nvrtc_version
 
 # -- what this machine has --------------------------------------------------------------
 
@@ -136,7 +136,7 @@ def keeps_alive(make_holder: Callable[[object], object]) -> None:
     assert ref() is None
 
 
-# -- raw driver memory for the GPU tests (cudriver.memory is not used) ------------------
+# -- raw driver memory for the GPU tests (cudriver._memory.memory is not used) ------------------
 
 
 def unwrap(result: tuple[Any, ...]) -> Any:

@@ -30,7 +30,8 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver import _wakeup, aio
+from cudriver import aio
+from cudriver._work import _wakeup
 from cudriver.errors import GUARD
 
 from ._support import Mapped, load_kernels, no_driver, until

@@ -3,7 +3,7 @@ from __future__ import annotations
 import cuda.bindings
 from cuda.bindings import driver as drv
 
-from cudriver import _bindings
+from cudriver._runtime import _bindings
 
 
 def test_version_parsed() -> None:

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 import cudriver as cu
-from cudriver import WaitCondition, _core, _hostfn
-from cudriver._hostfn import HostFuncRecord, registry_size
+from cudriver import WaitCondition, _core
+from cudriver._lifetime import _hostfn
+from cudriver._lifetime._hostfn import HostFuncRecord, registry_size
 
 from ._support import Mapped, blocked, until
 

@@ -20,8 +20,8 @@ from cudriver.__main__ import (
     collect,
     main,
 )
+from cudriver._launch.program import NvrtcNotFoundError, _compatibility_note
 from cudriver.errors import make_error
-from cudriver.program import NvrtcNotFoundError, _compatibility_note
 
 from .conftest import gpu_unavailable_reason
 

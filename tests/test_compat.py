@@ -19,7 +19,7 @@ from cuda.bindings import driver as drv
 from cuda.bindings import nvrtc as raw_nvrtc
 
 import cudriver as cu
-from cudriver import _mirror
+from cudriver._runtime import _mirror
 from cudriver.compat import driver as compat_driver
 from cudriver.compat import nvrtc as compat_nvrtc
 from cudriver.compat import runtime as compat_runtime

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import cudriver as cu
-from cudriver import _compile_cache as cc
+from cudriver._launch import _compile_cache as cc
 
 from ._support import AXPY_KERNEL, needs_nvrtc, package_root
 

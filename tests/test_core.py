@@ -12,12 +12,13 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver import _core, _handle
-from cudriver._handle import Handle
-from cudriver.event import Event
-from cudriver.graph import GraphExec
-from cudriver.kernel import Kernel, LaunchPlan
-from cudriver.stream import Stream
+from cudriver import _core
+from cudriver._graph.graph import GraphExec
+from cudriver._launch.kernel import Kernel, LaunchPlan
+from cudriver._lifetime import _handle
+from cudriver._lifetime._handle import Handle
+from cudriver._work.event import Event
+from cudriver._work.stream import Stream
 
 COMPILED_METHODS = {
     Stream: (

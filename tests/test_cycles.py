@@ -17,7 +17,9 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver import _handle, _hostfn, capture, device, errors
+from cudriver import errors
+from cudriver._context import device
+from cudriver._lifetime import _handle, _hostfn, capture
 
 from ._support import AXPY_KERNEL, load_kernels, unwrap
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import cudriver as cu
-from cudriver import _dlpack as dl
+from cudriver._memory import _dlpack as dl
 
 from ._support import import_or_skip, load_kernels
 
@@ -521,7 +521,7 @@ def test_registry_lock_is_replaced_in_a_forked_child() -> None:
         """
         import os, signal, threading, warnings
         import numpy as np
-        from cudriver import _dlpack as dl
+        from cudriver._memory import _dlpack as dl
         held, done = threading.Event(), threading.Event()
         def hold():
             with dl._lock:

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 import cudriver as cu
-from cudriver import _bindings
-from cudriver._coerce import refuse_offloaded, virtual_spaces
-from cudriver._ordered import FreeAsync
+from cudriver._lifetime._coerce import refuse_offloaded, virtual_spaces
+from cudriver._memory._ordered import FreeAsync
+from cudriver._runtime import _bindings
 from cudriver.errors import GUARD, make_error
 
 from .test_safety import run_isolated
@@ -155,7 +155,7 @@ def test_an_error_in_a_child_forked_while_the_log_was_being_read_does_not_hang()
         """
         import faulthandler, os, sys, threading
         faulthandler.dump_traceback_later(20, exit=True)
-        from cudriver import _bindings
+        from cudriver._runtime import _bindings
         from cudriver.errors import make_error
         log = _bindings.DRIVER_LOG
         line = "[0][%d][CUDA][E] Returning 2 (X) from cuMemAlloc_v2"
@@ -264,7 +264,7 @@ def test_bindings_that_release_the_gil_are_accepted(version: tuple[int, ...]) ->
 def test_releases_that_touch_streams_say_so() -> None:
     # What keeps them from running beside an open capture (_handle.release_state/drain).
     assert FreeAsync.waits_for_device is True
-    from cudriver.pool import _Destroy
+    from cudriver._memory.pool import _Destroy
 
     assert _Destroy.waits_for_device is True
 
@@ -435,7 +435,7 @@ def test_a_pool_closed_during_a_relaxed_capture_waits_for_its_end() -> None:
     # broke the capture (a warning, then an invalidated graph).
     run_isolated(
         """
-        from cudriver import _handle
+        from cudriver._lifetime import _handle
         make_current()
         (fill,) = kernels("fill")
         s = cu.Stream()
@@ -463,7 +463,7 @@ def test_a_stream_ordered_buffer_closed_during_a_capture_of_its_stream_is_not_ca
     run_isolated(
         """
         import time
-        from cudriver import _handle
+        from cudriver._lifetime import _handle
         make_current()
         (fill,) = kernels("fill")
         for mode in (cu.CaptureMode.RELAXED, cu.CaptureMode.THREAD_LOCAL):

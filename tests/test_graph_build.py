@@ -514,7 +514,7 @@ def test_instantiate_flags(ctx: cu.Context, stream: cu.Stream, k: dict[str, cu.K
 def test_a_host_node_in_a_body_is_added_or_refused_cleanly(
     ctx: cu.Context, stream: cu.Stream
 ) -> None:
-    from cudriver import _hostfn
+    from cudriver._lifetime import _hostfn
 
     ran: list[str] = []
     g = cu.Graph()

@@ -11,7 +11,7 @@ import pytest
 from cuda.bindings import driver as _drv
 
 import cudriver as cu
-from cudriver import green
+from cudriver._context import green
 
 from ._support import Mapped
 

@@ -11,9 +11,9 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver import _handle
-from cudriver._handle import Handle, pending_releases, release_state, settle
-from cudriver._pins import pin, pin_all, unpin, unpin_all
+from cudriver._lifetime import _handle
+from cudriver._lifetime._handle import Handle, pending_releases, release_state, settle
+from cudriver._lifetime._pins import pin, pin_all, unpin, unpin_all
 
 from ._support import keeps_alive
 

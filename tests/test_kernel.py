@@ -1,6 +1,7 @@
 """Modules, kernels and launches: loading, attributes, launch plans.
 
-``Module`` lives in ``cudriver.module``; ``Kernel`` and ``LaunchPlan`` in ``cudriver.kernel``.
+``Module`` lives in ``cudriver._launch.module``; ``Kernel`` and ``LaunchPlan`` in
+``cudriver._launch.kernel``.
 The checks made before any driver call run without a GPU; loading and launching need one.
 How arguments are packed is tested in test_packing.py.
 """
@@ -19,7 +20,7 @@ from cuda.bindings import driver as drv
 
 import cudriver as cu
 from cudriver import FunctionAttribute, Kernel, LaunchPlan, Module, ParamInfo
-from cudriver.program import compile
+from cudriver._launch.program import compile
 
 from ._support import (
     AXPY_KERNEL,

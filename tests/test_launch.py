@@ -7,7 +7,7 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver.launch import NO_BLOCK, config_arg, shape_of
+from cudriver._launch.launch import NO_BLOCK, config_arg, shape_of
 
 from ._support import load_kernels
 from .test_safety import run_isolated

@@ -9,7 +9,7 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver import _handle
+from cudriver._lifetime import _handle
 
 from ._support import unwrap
 

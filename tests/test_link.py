@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cudriver as cu
-from cudriver import linker as lk
+from cudriver._launch import linker as lk
 
 from ._support import needs_nvrtc
 

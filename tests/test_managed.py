@@ -12,9 +12,11 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver import _bindings, _handle, managed
-from cudriver._enums import DeviceAttribute, MemAdvise, MemAttach
-from cudriver.managed import ManagedBuffer
+from cudriver._lifetime import _handle
+from cudriver._memory import managed
+from cudriver._memory.managed import ManagedBuffer
+from cudriver._runtime import _bindings
+from cudriver._runtime._enums import DeviceAttribute, MemAdvise, MemAttach
 
 from ._support import CAI, load_kernels
 

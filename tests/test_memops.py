@@ -19,7 +19,7 @@ from cudriver import (
     NotSupportedError,
     WaitCondition,
 )
-from cudriver.memops import _address, _check_ops, _value
+from cudriver._work.memops import _address, _check_ops, _value
 
 from ._support import Mapped, RawBuffer, blocked, until
 
@@ -254,7 +254,7 @@ def test_stream_methods_validate_before_the_driver(fake_stream: cu.Stream) -> No
         s.batch_mem_ops([MemOp.write32(0x1000, 1)])
 
 
-# -- with a GPU: raw driver memory (cudriver.memory is not used here) ------------------------
+# -- with a GPU: raw driver memory (cudriver._memory.memory is not used here) -----------------
 # The `mapped` fixture (conftest.py) is 4 KiB of device-mapped pinned memory.
 
 

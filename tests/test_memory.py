@@ -13,10 +13,10 @@ from cuda.bindings import driver as drv
 
 import cudriver as cu
 from cudriver import DeviceBuffer, PinnedBuffer, SupportsCudaArrayInterface
-from cudriver._coerce import dtype_arg as _dtype_arg
-from cudriver._coerce import shape_arg as _shape_arg
-from cudriver._copy import fill_args as _fill_args
-from cudriver._copy import parse_cai as _parse_cai
+from cudriver._lifetime._coerce import dtype_arg as _dtype_arg
+from cudriver._lifetime._coerce import shape_arg as _shape_arg
+from cudriver._memory._copy import fill_args as _fill_args
+from cudriver._memory._copy import parse_cai as _parse_cai
 
 from ._support import CAI, FAKE, import_or_skip, keeps_alive
 
@@ -874,7 +874,7 @@ def test_dropped_stream_ordered_buffers_are_freed(
     # A stream-ordered buffer dropped without close() is freed (cuMemFreeAsync): in
     # place when nothing forbids it, else by the releasing
     # thread; beside a capture it waits for the capture's end and leaves it intact.
-    from cudriver import _handle
+    from cudriver._lifetime import _handle
 
     pool = cu.MemoryPool.default()
     stream.synchronize()

@@ -1,7 +1,7 @@
 """Kernel-argument packing and launch dimensions: pure functions, tested without a GPU.
 
-``cudriver._packing`` encodes the arguments (``pack_arg``, the fast packers, ``PackedArgs``,
-``param_layout``); ``cudriver._coerce.dims`` checks grid and block sizes.
+``cudriver._launch._packing`` encodes the arguments (``pack_arg``, the fast packers, ``PackedArgs``,
+``param_layout``); ``cudriver._lifetime._coerce.dims`` checks grid and block sizes.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cudriver import FunctionAttribute
-from cudriver._coerce import dims
-from cudriver._packing import PackedArgs, pack_arg, pack_fast, param_layout
+from cudriver._launch._packing import PackedArgs, pack_arg, pack_fast, param_layout
+from cudriver._lifetime._coerce import dims
 
 from ._support import CAI, FakeBuffer, Pair
 

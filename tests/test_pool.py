@@ -10,9 +10,9 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver import _handle
-from cudriver import pool as pool_module
-from cudriver._bindings import SUCCESS
+from cudriver._lifetime import _handle
+from cudriver._memory import pool as pool_module
+from cudriver._runtime._bindings import SUCCESS
 
 from ._support import FAKE
 from .test_safety import run_isolated
@@ -452,7 +452,7 @@ def test_a_pool_is_destroyed_only_after_the_frees_into_it_have_run() -> None:
         assert not done.query(), "closing the stream waited for its work"
         pool4.close()
         assert done.query(), "the pool was destroyed with the free on a closed stream pending"
-        from cudriver import _handle
+        from cudriver._lifetime import _handle
         assert _handle.pending_releases() == 0  # and the stream went after the pool
         print("OK")
         """

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import cudriver as cu
-from cudriver import program
-from cudriver.program import NvrtcNotFoundError, arch_option, compile, nvrtc_version
+from cudriver._launch import program
+from cudriver._launch.program import NvrtcNotFoundError, arch_option, compile, nvrtc_version
 
 from ._support import AXPY_KERNEL, needs_nvrtc
 

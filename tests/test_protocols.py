@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cudriver as cu
-from cudriver._copy import parse_cai
+from cudriver._memory._copy import parse_cai
 
 from ._support import FAKE, import_or_skip
 

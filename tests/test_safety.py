@@ -277,7 +277,7 @@ def test_host_function_calling_cuda_gets_an_error_not_a_hang() -> None:
 def test_collection_under_the_host_function_lock_does_not_deadlock() -> None:
     run_isolated(
         """
-        from cudriver import _hostfn
+        from cudriver._lifetime import _hostfn
         make_current()
         s = cu.Stream()
         s.launch_host_func(lambda: 1 / 0)
@@ -365,7 +365,7 @@ def test_buffer_closed_during_its_own_launch_is_released_after_it() -> None:
     # own bookkeeping, the last step before the launch lets go) must wait for it.
     run_isolated(
         """
-        from cudriver import _handle
+        from cudriver._lifetime import _handle
         make_current()
         (spin,) = kernels("spin_fill")
         s = cu.Stream(non_blocking=True)
@@ -634,7 +634,8 @@ def test_raw_end_capture_is_noticed() -> None:
 def test_closing_a_capturing_stream_ends_its_capture() -> None:
     run_isolated(
         """
-        from cudriver import capture, errors
+        from cudriver._lifetime import capture
+        from cudriver import errors
         make_current()
         s = cu.Stream()
         s.begin_capture()
@@ -736,7 +737,7 @@ def test_threads_making_using_and_dropping_objects_with_collection_running() -> 
     run_isolated(
         """
         from cuda.bindings import driver as raw
-        from cudriver import _handle, capture
+        from cudriver._lifetime import _handle, capture
         ctx = cu.Device(0).primary_context()
         ctx.set_current()
         (fill,) = kernels("fill")

@@ -1,4 +1,4 @@
-"""Objects that travel between processes through multiprocessing (cudriver._share).
+"""Objects that travel between processes through multiprocessing (cudriver._context._share).
 
 The children run functions of tests/_share_children.py in spawned processes; every wait
 has a deadline and every child is joined with a timeout, then killed.
@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 import cudriver as cu
-from cudriver import _handle, _share
+from cudriver._context import _share
+from cudriver._lifetime import _handle
 
 from . import _share_children as kids
 

@@ -7,7 +7,7 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver._coerce import raw_stream_handle, stream_handle
+from cudriver._lifetime._coerce import raw_stream_handle, stream_handle
 
 from ._support import RawBuffer
 from .test_safety import run_isolated

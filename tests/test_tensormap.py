@@ -19,9 +19,10 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver import _packing, tensormap
-from cudriver._packing import ArgLayout, PackedArgs, pack_arg, pack_fast
-from cudriver.tensormap import (
+from cudriver._launch import _packing
+from cudriver._launch._packing import ArgLayout, PackedArgs, pack_arg, pack_fast
+from cudriver._memory import tensormap
+from cudriver._memory.tensormap import (
     TensorMap,
     TensorMapDataType,
     TensorMapFloatOOBFill,
@@ -736,9 +737,9 @@ def test_a_graph_keeps_a_lease_on_the_memory_a_map_carries() -> None:
     # What a captured or built kernel node keeps: its arguments, with a lease on each
     # handle and on the buffer a TensorMap maps, so the graph's launches order that
     # buffer's stream-ordered free after them (graph.py's _leased_memory reads it).
-    from cudriver import capture
-    from cudriver._coerce import MapsMemory
-    from cudriver._handle import Lease
+    from cudriver._lifetime import capture
+    from cudriver._lifetime._coerce import MapsMemory
+    from cudriver._lifetime._handle import Lease
 
     buf = cu.DeviceBuffer.from_handle(FAKE, 4096)
 

@@ -604,7 +604,7 @@ def test_closed_while_another_thread_launches_on_it() -> None:
     run_isolated(
         """
         import time
-        from cudriver import _handle
+        from cudriver._lifetime import _handle
         ctx = make_current()
         (fill,) = kernels("fill")
         s = cu.Stream(non_blocking=True)
@@ -696,7 +696,7 @@ def test_collected_with_work_in_flight() -> None:
     run_isolated(
         """
         import time
-        from cudriver import _handle
+        from cudriver._lifetime import _handle
         ctx = make_current()
         (spin_fill,) = kernels("spin_fill")
         s = cu.Stream(non_blocking=True)
@@ -720,7 +720,7 @@ def test_collected_with_work_in_flight() -> None:
 def test_closed_inside_a_capture_the_graph_keeps_it() -> None:
     run_isolated(
         """
-        from cudriver import _handle
+        from cudriver._lifetime import _handle
         ctx = make_current()
         (fill,) = kernels("fill")
         s = cu.Stream(non_blocking=True)

@@ -10,35 +10,84 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from ._runtime import _bindings
 from . import _core, aio, checkpoint, compat, driver, nccl
-from ._runtime._bindings import log_driver_messages
-from ._lifetime._coerce import StreamLike, SupportsCudaStream
-from ._launch._compile_cache import clear_compile_cache, compile_cache_info
-from ._memory._copy import SupportsCudaArrayInterface
-from ._runtime._enums import AccessProperty, CaptureMode, CaptureStatus, ConditionalType, ContextFlags, DeviceAttribute, FunctionAttribute, GraphNodeType, Limit, MemAccess, MemAdvise, MemAttach, MemOpType, SyncPolicy, WaitCondition, WorkqueueScope
-from ._runtime._init import driver_version, init, is_initialized
-from ._launch._packing import PackedArgs, pack_arg
-from ._memory.copies import copy_2d, copy_3d, copy_peer, memset_2d
 from ._context.device import ComputeCapability, Context, Device, mem_get_info
-from .errors import ClosedError, CompileError, CudaError, CudaWarning, DriverNotFoundError, GraphUpdateError, HostCallbackError, InvalidContextError, InvalidDeviceError, InvalidHandleError, InvalidImageError, InvalidValueError, LaunchConfigError, LaunchError, NoDeviceError, NotFoundError, NotInitializedError, NotPermittedError, NotReadyError, NotSupportedError, OutOfMemoryError, StreamCaptureError, check, checked
-from ._work.event import Event
+from ._context.green import GreenContext, SMResource, WorkqueueConfig
 from ._graph.graph import Graph, GraphExec
 from ._graph.graphnode import AllocNode, ConditionalHandle, ConditionalNode, GraphNode
-from ._context.green import GreenContext, SMResource, WorkqueueConfig
+from ._launch._compile_cache import clear_compile_cache, compile_cache_info
+from ._launch._packing import PackedArgs, pack_arg
 from ._launch.kernel import Kernel, LaunchPlan, ParamInfo
 from ._launch.launch import LaunchConfig
 from ._launch.linker import LinkError, link
-from ._memory.managed import ManagedBuffer
-from ._work.memops import MAX_BATCH_MEM_OPS, MemOp
-from ._memory.memory import DeviceBuffer
 from ._launch.module import Module
+from ._launch.program import NvrtcNotFoundError, compile, nvrtc_version
+from ._lifetime._coerce import StreamLike, SupportsCudaStream
+from ._memory._copy import SupportsCudaArrayInterface
+from ._memory.copies import copy_2d, copy_3d, copy_peer, memset_2d
+from ._memory.managed import ManagedBuffer
+from ._memory.memory import DeviceBuffer
 from ._memory.pinned import PinnedBuffer
 from ._memory.pool import KEEP_ALL, MemoryPool
-from ._launch.program import NvrtcNotFoundError, compile, nvrtc_version
-from ._work.stream import AccessPolicyWindow, Stream
-from ._memory.tensormap import TensorMap, TensorMapDataType, TensorMapFloatOOBFill, TensorMapInterleave, TensorMapL2Promotion, TensorMapSwizzle
+from ._memory.tensormap import (
+    TensorMap,
+    TensorMapDataType,
+    TensorMapFloatOOBFill,
+    TensorMapInterleave,
+    TensorMapL2Promotion,
+    TensorMapSwizzle,
+)
 from ._memory.vmm import VirtualBuffer
+from ._runtime import _bindings
+from ._runtime._bindings import log_driver_messages
+from ._runtime._enums import (
+    AccessProperty,
+    CaptureMode,
+    CaptureStatus,
+    ConditionalType,
+    ContextFlags,
+    DeviceAttribute,
+    FunctionAttribute,
+    GraphNodeType,
+    Limit,
+    MemAccess,
+    MemAdvise,
+    MemAttach,
+    MemOpType,
+    SyncPolicy,
+    WaitCondition,
+    WorkqueueScope,
+)
+from ._runtime._init import driver_version, init, is_initialized
+from ._work.event import Event
+from ._work.memops import MAX_BATCH_MEM_OPS, MemOp
+from ._work.stream import AccessPolicyWindow, Stream
+from .errors import (
+    ClosedError,
+    CompileError,
+    CudaError,
+    CudaWarning,
+    DriverNotFoundError,
+    GraphUpdateError,
+    HostCallbackError,
+    InvalidContextError,
+    InvalidDeviceError,
+    InvalidHandleError,
+    InvalidImageError,
+    InvalidValueError,
+    LaunchConfigError,
+    LaunchError,
+    NoDeviceError,
+    NotFoundError,
+    NotInitializedError,
+    NotPermittedError,
+    NotReadyError,
+    NotSupportedError,
+    OutOfMemoryError,
+    StreamCaptureError,
+    check,
+    checked,
+)
 
 __version__ = "0.1.0"
 

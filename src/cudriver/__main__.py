@@ -27,16 +27,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import __version__, _core
+from ._context.device import Device
+from ._launch.program import _compatibility_note as compatibility_note
+from ._launch.program import nvrtc_version
 from ._runtime._bindings import MAJOR as BINDINGS_MAJOR
 from ._runtime._bindings import version_string
 from ._runtime._enums import DeviceAttribute
 from ._runtime._init import driver_version, init
 from ._selftest import EXIT_FAILED, EXIT_NO_DRIVER, EXIT_OK, EXIT_USAGE, report_error
 from ._selftest import main as selftest_main
-from ._context.device import Device
 from .errors import CudaError, DriverNotFoundError, NoDeviceError
-from ._launch.program import _compatibility_note as compatibility_note
-from ._launch.program import nvrtc_version
 
 __all__ = ["EXIT_FAILED", "EXIT_NO_DRIVER", "EXIT_OK", "EXIT_USAGE", "cli", "collect", "main"]
 

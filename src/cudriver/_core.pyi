@@ -4,12 +4,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cudriver._coerce import StreamLike
-    from cudriver._enums import WaitCondition
-    from cudriver.device import Context
-    from cudriver.event import Event
-    from cudriver.launch import LaunchConfig
-    from cudriver.pool import MemoryPool
+    from cudriver._context.device import Context
+    from cudriver._launch.launch import LaunchConfig
+    from cudriver._lifetime._coerce import StreamLike
+    from cudriver._memory.pool import MemoryPool
+    from cudriver._runtime._enums import WaitCondition
+    from cudriver._work.event import Event
 
 IMPLEMENTATION: str
 REASON: str

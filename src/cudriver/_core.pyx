@@ -72,7 +72,7 @@ cdef enum:
     MAX_PARAM_WORDS = 512  # MAX_PARAM_BYTES / 8
     LAUNCH_ATTR_BYTES = 72  # sizeof(CUlaunchAttribute)
 
-from cudriver._enums import WaitCondition as _WaitConditionEnum
+from cudriver._runtime._enums import WaitCondition as _WaitConditionEnum
 
 # The default condition of the waits (their slow paths default to it as well).
 cdef object _GEQ_DEFAULT = _WaitConditionEnum.GEQ
@@ -202,8 +202,13 @@ def configure():
     global _ADOPTED, _OWNED, _LEGACY, _CUdeviceptr, _free_async_py, _SUCCESS_TUPLE, _ATTR_64
     global _LaunchConfig, _PoolBase, _STREAM
     from cuda.bindings import driver as drv
-    from cudriver import _coerce, _enums, _handle, _hostfn, capture, device, errors, memory
-    from cudriver import _ordered, launch, stream
+    from cudriver import errors
+    from cudriver._context import device
+    from cudriver._launch import launch
+    from cudriver._lifetime import _coerce, _handle, _hostfn, capture
+    from cudriver._memory import _ordered, memory
+    from cudriver._runtime import _enums
+    from cudriver._work import stream
     _LaunchConfig = launch.LaunchConfig
     _STREAM = stream.Stream
     _drv = drv
@@ -1767,7 +1772,8 @@ def configure_releases():
     """Connect the release functions to ``_handle``; called by ``configure()``."""
     global _may_release_now_py, _warn, _make_error, _SUCCESS_CODE
     from cuda.bindings import driver as drv
-    from cudriver import _handle, errors
+    from cudriver import errors
+    from cudriver._lifetime import _handle
     _may_release_now_py = _handle._may_release_now
     _warn = _handle._warn
     _make_error = errors.make_error

@@ -23,15 +23,15 @@ from typing import Any, TextIO
 import numpy as np
 
 from . import __version__
+from ._context.device import Device
+from ._launch.module import Module
+from ._launch.program import compile as nvrtc_compile
+from ._memory.memory import DeviceBuffer
+from ._memory.pinned import PinnedBuffer
 from ._runtime._bindings import version_string
 from ._runtime._init import driver_version, init
-from ._context.device import Device
-from .errors import CudaError, DriverNotFoundError, NoDeviceError
-from ._memory.memory import DeviceBuffer
-from ._launch.module import Module
-from ._memory.pinned import PinnedBuffer
-from ._launch.program import compile as nvrtc_compile
 from ._work.stream import Stream
+from .errors import CudaError, DriverNotFoundError, NoDeviceError
 
 __all__ = [
     "EXIT_FAILED",

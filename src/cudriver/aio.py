@@ -37,12 +37,12 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from ._runtime import _bindings
-from ._lifetime import _pins, capture
-from ._work import _wakeup
-from ._runtime._bindings import SUCCESS
-from ._lifetime._coerce import StreamBase
 from ._context.device import Context
+from ._lifetime import _pins, capture
+from ._lifetime._coerce import StreamBase
+from ._runtime import _bindings
+from ._runtime._bindings import SUCCESS
+from ._work import _wakeup
 from .errors import GUARD, CudaError, StreamCaptureError, error_for
 
 __all__ = ["Awaitable", "shutdown", "PRIVATE_STREAMS", "SPIN_SECONDS", "SWEEP_SECONDS"]

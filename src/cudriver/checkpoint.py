@@ -64,9 +64,9 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
+from ._context.device import Device
 from ._runtime import _bindings
 from ._runtime._init import init
-from ._context.device import Device
 from .errors import GUARD, CudaError, NotSupportedError, error_for
 
 __all__ = [

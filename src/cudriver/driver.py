@@ -41,10 +41,10 @@ from typing import Any
 
 from cuda.bindings import driver as _raw
 
-from ._runtime import _bindings
 from ._lifetime import _hostfn
 from ._lifetime._coerce import raw_stream_handle
 from ._lifetime._handle import Handle
+from ._runtime import _bindings
 from ._runtime._mirror import Mirror
 from .errors import GUARD, NotSupportedError, checked, error_for
 

@@ -21,16 +21,16 @@ from typing import Any, ClassVar, SupportsInt
 from cuda.bindings import driver as _drv
 from typing_extensions import Self
 
-from .._runtime import _bindings
-from .._lifetime import _handle, _hostfn, _pins
 from .. import driver as _cd
-from .._runtime._bindings import SUCCESS
+from .._lifetime import _handle, _hostfn, _pins
 from .._lifetime._coerce import handle_arg, int_arg, uint_arg
 from .._lifetime._current import call_in_context, enter_context, leave_context
-from .._runtime._enums import ComputeCapability, ContextFlags, DeviceAttribute, Limit
 from .._lifetime._handle import Handle
-from .._runtime._init import init
 from .._lifetime._pins import pinned
+from .._runtime import _bindings
+from .._runtime._bindings import SUCCESS
+from .._runtime._enums import ComputeCapability, ContextFlags, DeviceAttribute, Limit
+from .._runtime._init import init
 from ..errors import GUARD, InvalidDeviceError, NotSupportedError, checked, error_for
 
 __all__ = [
@@ -92,7 +92,7 @@ class Device:
     _name: str | None
     _attrs: dict[int, int]
 
-    def __new__(cls, ordinal: SupportsInt | None = None) -> Device:  # noqa: D102
+    def __new__(cls, ordinal: SupportsInt | None = None) -> Device:
         if isinstance(ordinal, Device):
             return ordinal
         if ordinal is None:

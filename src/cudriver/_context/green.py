@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuda.bindings import driver as _drv
 
 from .._lifetime._coerce import bool_arg, enum_arg, int_arg, uint_arg
 from .._runtime._enums import WorkqueueScope
 from .._runtime._init import driver_version, init
-from .device import Context, Device, _forget_borrowed, _owned, device_arg, kept_primary
 from ..errors import NotFoundError, NotSupportedError, checked, error_for
-from .._work.stream import Stream
+from .device import Context, Device, _forget_borrowed, _owned, device_arg, kept_primary
+
+if TYPE_CHECKING:
+    from .._work.stream import Stream
 
 __all__ = ["SMResource", "WorkqueueConfig", "GreenContext"]
 
@@ -540,6 +542,8 @@ class GreenContext(Context):
         ``cuGreenCtxStreamCreate``; the same as ``Stream(non_blocking=True,
         priority=priority, context=self)``.
         """
+        from .._work.stream import Stream  # a higher layer: streams are made in contexts
+
         return Stream(non_blocking=True, priority=priority, context=self)
 
     def _repr_extra(self) -> str:

@@ -1,0 +1,5 @@
+"""Layer 6, graphs: nodes, building, graphs and executable graphs.
+
+A module here imports only lower layers and earlier modules of this one
+(``docs/architecture.md``; ``tests/test_imports.py`` checks it).
+"""

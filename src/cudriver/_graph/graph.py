@@ -12,16 +12,23 @@ from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 from cuda.bindings import driver as _drv
 
-from .._runtime import _bindings
-from .._lifetime import capture
 from .. import driver as _cd
-from .._runtime._bindings import SUCCESS
-from .._lifetime._coerce import DeviceMemory, StreamLike, bool_arg, handle_arg, renamed_keyword, stream_handle
+from .._context.device import Context, context_arg, current_or_default
 from .._core import GraphExecCore
+from .._lifetime import capture
+from .._lifetime._coerce import (
+    DeviceMemory,
+    StreamLike,
+    bool_arg,
+    handle_arg,
+    renamed_keyword,
+    stream_handle,
+)
 from .._lifetime._handle import Handle, Lease
 from .._lifetime._hostfn import HostFuncRecord
 from .._lifetime._pins import pin2, pinned, unpin2
-from .._context.device import Context, context_arg, current_or_default
+from .._runtime import _bindings
+from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, ClosedError, GraphUpdateError, checked, error_for
 from .graphbuild import GraphBuilder
 from .graphnode import GraphNode, kernel_params, launch_of, memcpy_params, memset_params

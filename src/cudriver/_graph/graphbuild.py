@@ -31,17 +31,26 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from .._runtime import _bindings
-from .._lifetime import _hostfn, _pins, capture
-from .._runtime._bindings import SUCCESS
-from .._lifetime._coerce import device_address, nbytes_arg, renamed_keyword, uint_arg
-from .._runtime._enums import CaptureStatus, ConditionalType
-from ..errors import StreamCaptureError, checked, error_for
-from .._work.event import Event
-from .graphnode import AllocNode, ConditionalHandle, ConditionalNode, GraphNode, kernel_params, memcpy_params, memset_params, outs
 from .._launch.kernel import Kernel
 from .._launch.launch import NO_BLOCK, LaunchConfig, shape_of
+from .._lifetime import _hostfn, _pins, capture
+from .._lifetime._coerce import device_address, nbytes_arg, renamed_keyword, uint_arg
+from .._runtime import _bindings
+from .._runtime._bindings import SUCCESS
+from .._runtime._enums import CaptureStatus, ConditionalType
+from .._work.event import Event
 from .._work.memops import MemOp, _check_ops, require
+from ..errors import StreamCaptureError, checked, error_for
+from .graphnode import (
+    AllocNode,
+    ConditionalHandle,
+    ConditionalNode,
+    GraphNode,
+    kernel_params,
+    memcpy_params,
+    memset_params,
+    outs,
+)
 
 if TYPE_CHECKING:
     from .._context.device import Context

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
+from .._launch.kernel import Kernel
 from .._lifetime import _pins
 from .._lifetime._coerce import device_address, dims, nbytes_arg, shared_mem, uint_arg
 from .._memory._copy import fill_args, memory_side, operand
 from .._runtime._enums import GraphNodeType
 from ..errors import checked
-from .._launch.kernel import Kernel
 
 if TYPE_CHECKING:
     from .graph import Graph

@@ -14,18 +14,30 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from .._runtime import _bindings
-from .._lifetime import _pins, capture
-from . import launch
-from .._runtime._bindings import SUCCESS
-from .._lifetime._coerce import U32_MAX, DeviceMemory, MapsMemory, StreamLike, dims, handle_arg, int_arg, refuse_offloaded, stream_handle, uint_arg, virtual_spaces
-from .._lifetime._coerce import shared_mem as _shared
-from .._core import KernelCore, PlanCore
-from .._runtime._enums import FunctionAttribute
-from .._lifetime._handle import Handle, Lease
-from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
 from .._context.device import current_or_default
+from .._core import KernelCore, PlanCore
+from .._lifetime import _pins, capture
+from .._lifetime._coerce import (
+    U32_MAX,
+    DeviceMemory,
+    MapsMemory,
+    StreamLike,
+    dims,
+    handle_arg,
+    int_arg,
+    refuse_offloaded,
+    stream_handle,
+    uint_arg,
+    virtual_spaces,
+)
+from .._lifetime._coerce import shared_mem as _shared
+from .._lifetime._handle import Handle, Lease
+from .._runtime import _bindings
+from .._runtime._bindings import SUCCESS
+from .._runtime._enums import FunctionAttribute
 from ..errors import GUARD, ClosedError, NotSupportedError, checked, error_for, pickle_refusal
+from . import launch
+from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
 from .launch import NO_BLOCK, LaunchConfig, launch_error_detail, launch_ex, shape_of
 
 if TYPE_CHECKING:

@@ -18,10 +18,10 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from .._runtime._bindings import SUCCESS
+from .._core import NO_BLOCK as _NO_BLOCK
 from .._lifetime._coerce import bool_arg, dims, int_arg, uint_arg
 from .._lifetime._coerce import shared_mem as _shared
-from .._core import NO_BLOCK as _NO_BLOCK
+from .._runtime._bindings import SUCCESS
 from ..errors import error_for
 
 __all__ = [

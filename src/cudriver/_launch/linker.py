@@ -25,8 +25,8 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from .._lifetime._coerce import bool_arg, int_arg
 from .._context.device import Context, context_arg, current_or_default
+from .._lifetime._coerce import bool_arg, int_arg
 from ..errors import CompileError, NotSupportedError, error_for
 from .program import _arch_number
 

@@ -15,16 +15,16 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from .._runtime import _bindings
-from .._runtime._bindings import SUCCESS
+from .._context.device import Context, call_in_context, context_arg, current_or_default
 from .._lifetime._coerce import bool_arg, handle_arg
 from .._lifetime._handle import Handle
 from .._lifetime._pins import pinned
-from .._context.device import Context, call_in_context, context_arg, current_or_default
+from .._memory.memory import DeviceBuffer
+from .._runtime import _bindings
+from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, CudaError, InvalidImageError, NotSupportedError, checked, error_for
 from .kernel import Kernel, ParamInfo, read_params
 from .linker import link
-from .._memory.memory import DeviceBuffer
 
 __all__ = ["Module"]
 

@@ -21,11 +21,11 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from .._runtime import _bindings
-from . import _compile_cache
-from .._lifetime._coerce import bool_arg
 from .._context.device import current_or_default
+from .._lifetime._coerce import bool_arg
+from .._runtime import _bindings
 from ..errors import CompileError
+from . import _compile_cache
 
 __all__ = ["compile", "nvrtc_version", "NvrtcNotFoundError", "arch_option"]
 

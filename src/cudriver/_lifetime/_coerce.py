@@ -29,8 +29,8 @@ import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from ._handle import Handle
 from ..errors import ClosedError
+from ._handle import Handle
 
 __all__ = [
     "SupportsCudaStream",

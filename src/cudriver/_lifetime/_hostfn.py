@@ -55,13 +55,13 @@ from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from .._runtime import _bindings
 from .. import _core
-from . import capture
+from .._runtime import _bindings
 from .._runtime._bindings import SUCCESS
+from ..errors import GUARD, HostCallbackError, error_for
+from . import capture
 from ._handle import Handle
 from ._pins import pin2, unpin2
-from ..errors import GUARD, HostCallbackError, error_for
 
 __all__ = [
     "HostFuncRecord",

@@ -18,8 +18,8 @@ from cuda.bindings import driver as _drv
 from typing_extensions import ParamSpec
 
 from .._runtime._bindings import SUCCESS
-from ._handle import Handle, _State, unpinned
 from ..errors import GUARD, error_for
+from ._handle import Handle, _State, unpinned
 
 _NOT_READY = _drv.CUresult.CUDA_ERROR_NOT_READY
 

@@ -44,11 +44,11 @@ from cuda.bindings import driver as _drv
 
 from .._runtime import _bindings
 from .._runtime._bindings import SUCCESS
-from ._coerce import MapsMemory
 from .._runtime._enums import CaptureMode, CaptureStatus
+from ..errors import GUARD, StreamCaptureError, error_for, watch_capture_violations
+from ._coerce import MapsMemory
 from ._handle import Handle, drain, release_with
 from ._pins import unpin
-from ..errors import GUARD, StreamCaptureError, error_for, watch_capture_violations
 
 __all__ = [
     "CaptureMode",

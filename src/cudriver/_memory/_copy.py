@@ -18,10 +18,20 @@ import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from .._lifetime import capture
-from .._runtime._bindings import SUCCESS
-from .._lifetime._coerce import U64_LIMIT, DeviceMemory, HostMemory, StreamLike, dtype_arg, int_arg, nbytes_of, shape_arg, stream_handle
 from .._context.device import enter_context, leave_context
+from .._lifetime import capture
+from .._lifetime._coerce import (
+    U64_LIMIT,
+    DeviceMemory,
+    HostMemory,
+    StreamLike,
+    dtype_arg,
+    int_arg,
+    nbytes_of,
+    shape_arg,
+    stream_handle,
+)
+from .._runtime._bindings import SUCCESS
 from ..errors import ClosedError, StreamCaptureError, checked, error_for
 
 _B = TypeVar("_B")

@@ -41,11 +41,11 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from cuda.bindings import driver as _drv
 
+from .._context.device import Context, Device, enter_context, kept_primary, leave_context
 from .._lifetime import _hostfn
 from .._lifetime._coerce import U64_LIMIT, DeviceMemory, Memory, StreamLike, stream_handle
-from ._copy import order_after
-from .._context.device import Context, Device, enter_context, kept_primary, leave_context
 from ..errors import DriverNotFoundError, checked
+from ._copy import order_after
 
 __all__ = [
     "KDLCPU",

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from cuda.bindings import driver as _drv
 
-from .._runtime._bindings import SUCCESS
 from .._context.device import call_in_context
+from .._runtime._bindings import SUCCESS
 
 if TYPE_CHECKING:
     from .._work.stream import Stream

@@ -34,14 +34,21 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from .._context import _share
 from .. import driver as _cd
-from .._runtime._bindings import SUCCESS
-from .._lifetime._coerce import nbytes_arg
-from .._runtime._enums import DeviceAttribute
-from .._lifetime._handle import Handle, _warn, release_with
+from .._context import _share
 from .._context.device import Context, Device, call_in_context
-from ..errors import GUARD, NotSupportedError, StreamCaptureError, capturing_on_this_thread, error_for, make_error
+from .._lifetime._coerce import nbytes_arg
+from .._lifetime._handle import Handle, _warn, release_with
+from .._runtime._bindings import SUCCESS
+from .._runtime._enums import DeviceAttribute
+from ..errors import (
+    GUARD,
+    NotSupportedError,
+    StreamCaptureError,
+    capturing_on_this_thread,
+    error_for,
+    make_error,
+)
 from .pinned import PinnedBuffer
 from .pool import _location
 

@@ -20,10 +20,17 @@ from typing import Any
 from cuda.bindings import driver as _drv
 
 from .._lifetime import _pins, capture
+from .._lifetime._coerce import (
+    StreamLike,
+    device_address,
+    nbytes_arg,
+    renamed_keyword,
+    stream_handle,
+    uint_arg,
+)
 from .._runtime._bindings import SUCCESS
-from .._lifetime._coerce import StreamLike, device_address, nbytes_arg, renamed_keyword, stream_handle, uint_arg
-from ._copy import Operand, fill_args, memory_side, operand, order_after
 from ..errors import error_for
+from ._copy import Operand, fill_args, memory_side, operand, order_after
 from .memory import DeviceBuffer
 
 __all__ = ["copy_2d", "copy_3d", "memset_2d", "copy_peer"]

@@ -23,14 +23,22 @@ import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
+from .._context.device import (
+    Context,
+    Device,
+    call_in_context,
+    context_arg,
+    current_or_default,
+    enter_context,
+    leave_context,
+)
+from .._lifetime._coerce import StreamLike, enum_arg, nbytes_arg, stream_handle, typed_shape
+from .._lifetime._pins import pinned
 from .._runtime import _bindings
 from .._runtime._bindings import DEVICE_CPU, SUCCESS
-from .._lifetime._coerce import StreamLike, enum_arg, nbytes_arg, stream_handle, typed_shape
-from ._copy import HostBytes, fill_new, host_source, new_typed, refuse_capturing
 from .._runtime._enums import DeviceAttribute, MemAdvise, MemAttach
-from .._lifetime._pins import pinned
-from .._context.device import Context, Device, call_in_context, context_arg, current_or_default, enter_context, leave_context
 from ..errors import NotSupportedError, checked, error_for
+from ._copy import HostBytes, fill_new, host_source, new_typed, refuse_capturing
 from .memory import DeviceBuffer
 
 __all__ = ["ManagedBuffer"]

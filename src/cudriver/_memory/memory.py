@@ -17,19 +17,36 @@ import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from . import _dlpack
-from .._lifetime import _pins, capture
-from .._runtime._bindings import SUCCESS
-from .._lifetime._coerce import DeviceMemory, PoolBase, StreamLike, handle_arg, int_arg, nbytes_arg, renamed_keyword, typed_shape
-from ._copy import cai_stream_value, enqueue, fill_args, fill_new, host_source, new_typed, operand
+from .._context.device import (
+    Context,
+    Device,
+    call_in_context,
+    context_arg,
+    current_or_default,
+    enter_context,
+    leave_context,
+)
 from .._core import BufferCore
+from .._lifetime import _pins, capture
+from .._lifetime._coerce import (
+    DeviceMemory,
+    PoolBase,
+    StreamLike,
+    handle_arg,
+    int_arg,
+    nbytes_arg,
+    renamed_keyword,
+    typed_shape,
+)
 from .._lifetime._handle import Lease
+from .._runtime._bindings import SUCCESS
 from .._runtime._init import init
+from .._work.stream import Stream
+from ..errors import error_for
+from . import _dlpack
+from ._copy import cai_stream_value, enqueue, fill_args, fill_new, host_source, new_typed, operand
 from ._ordered import LEGACY as _LEGACY
 from ._ordered import FreeAsync
-from .._context.device import Context, Device, call_in_context, context_arg, current_or_default, enter_context, leave_context
-from ..errors import error_for
-from .._work.stream import Stream
 
 if TYPE_CHECKING:
     from .pool import MemoryPool

@@ -10,12 +10,12 @@ import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
-from . import _dlpack
+from .._context.device import Context, Device, call_in_context, context_arg, current_or_default
 from .._lifetime import _handle
 from .._lifetime._coerce import HostMemory, bool_arg, nbytes_arg, typed_shape
-from ._copy import HostBytes
-from .._context.device import Context, Device, call_in_context, context_arg, current_or_default
 from ..errors import checked
+from . import _dlpack
+from ._copy import HostBytes
 from .memory import DeviceBuffer
 
 __all__ = ["PinnedBuffer"]

@@ -18,13 +18,30 @@ from typing import Any
 from cuda.bindings import driver as _drv
 
 from .._context import _share
-from .._runtime._bindings import SUCCESS
-from .._lifetime._coerce import NONE_STREAM, DeviceMemory, PoolBase, StreamLike, deprecated, enum_arg, handle_arg, nbytes_arg, uint_arg
-from .._runtime._enums import MemAccess
+from .._context.device import (
+    Context,
+    Device,
+    call_in_context,
+    current_or_default,
+    device_arg,
+    kept_primary,
+)
+from .._lifetime._coerce import (
+    NONE_STREAM,
+    DeviceMemory,
+    PoolBase,
+    StreamLike,
+    deprecated,
+    enum_arg,
+    handle_arg,
+    nbytes_arg,
+    uint_arg,
+)
 from .._lifetime._handle import _queue_if_free as queue_if_free
 from .._lifetime._handle import _warn, link, unlink
 from .._lifetime._pins import pinned
-from .._context.device import Context, Device, call_in_context, current_or_default, device_arg, kept_primary
+from .._runtime._bindings import SUCCESS
+from .._runtime._enums import MemAccess
 from ..errors import checked, error_for, make_error
 from .memory import DeviceBuffer
 

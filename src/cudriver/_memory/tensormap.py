@@ -26,9 +26,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from cuda.bindings import driver as _drv
 
-from .._runtime import _bindings
 from .._lifetime._coerce import DeviceMemory, MapsMemory, enum_arg
 from .._lifetime._handle import Handle
+from .._runtime import _bindings
 from ..errors import GUARD, NotSupportedError, error_for
 from .memory import DeviceBuffer
 

@@ -22,17 +22,40 @@ from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from .._lifetime import _handle
-from .._context import _share
 from .. import driver as _cd
-from .._lifetime._coerce import U64_LIMIT, bool_arg, deprecated, int_arg, nbytes_arg, renamed_keyword
-from ._copy import enqueue
-from .._runtime._enums import DeviceAttribute, MemAccess
+from .._context import _share
+from .._context.device import Device, kept_primary
+from .._lifetime import _handle
+from .._lifetime._coerce import (
+    U64_LIMIT,
+    bool_arg,
+    deprecated,
+    int_arg,
+    nbytes_arg,
+    renamed_keyword,
+)
 from .._lifetime._handle import Lease, release_state
 from .._lifetime._pins import pinned
-from ._vmm import FABRIC_BYTES, KINDS, Reservation, Space, Teardown, calls_done, devices_arg, import_args, kind_arg, reduce_virtual, refuse_in_capture, require, round_up, travel_refusal, wait
-from .._context.device import Device, kept_primary
+from .._runtime._enums import DeviceAttribute, MemAccess
 from ..errors import GUARD, ClosedError, error_for
+from ._copy import enqueue
+from ._vmm import (
+    FABRIC_BYTES,
+    KINDS,
+    Reservation,
+    Space,
+    Teardown,
+    calls_done,
+    devices_arg,
+    import_args,
+    kind_arg,
+    reduce_virtual,
+    refuse_in_capture,
+    require,
+    round_up,
+    travel_refusal,
+    wait,
+)
 from .memory import DeviceBuffer
 from .pinned import PinnedBuffer
 from .pool import _access_arg, _device_of, _kept, _location

@@ -28,7 +28,16 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from ..errors import GUARD, CompileError, CudaError, DriverNotFoundError, _is_missing_driver, checked, error_class, make_error
+from ..errors import (
+    GUARD,
+    CompileError,
+    CudaError,
+    DriverNotFoundError,
+    _is_missing_driver,
+    checked,
+    error_class,
+    make_error,
+)
 
 __all__ = ["Mirror", "ANSWERS", "runtime_error", "nvrtc_error", "driver_error"]
 

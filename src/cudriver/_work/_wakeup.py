@@ -35,8 +35,8 @@ from typing import Any
 from cuda.bindings import driver as _drv
 
 from .. import _core
-from .._runtime._bindings import SUCCESS
 from .._context.device import Context, enter_context, leave_context
+from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, CudaWarning, NotSupportedError, error_for
 
 __all__ = [

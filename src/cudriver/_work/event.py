@@ -7,16 +7,23 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from .._runtime import _bindings
-from .._lifetime import _handle, _hostfn
-from .._context import _share
 from .. import aio
-from .._runtime._bindings import SUCCESS
-from .._lifetime._coerce import StreamBase, StreamLike, bool_arg, deprecated, handle_arg, stream_handle
+from .._context import _share
+from .._context.device import Context, context_arg, current_or_default, kept_primary
 from .._core import EventCore
+from .._lifetime import _handle, _hostfn
+from .._lifetime._coerce import (
+    StreamBase,
+    StreamLike,
+    bool_arg,
+    deprecated,
+    handle_arg,
+    stream_handle,
+)
 from .._lifetime._handle import Handle
 from .._lifetime._pins import call_pinned, call_pinned2, pin2, pinned, query_result, unpin2
-from .._context.device import Context, context_arg, current_or_default, kept_primary
+from .._runtime import _bindings
+from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, checked, error_for
 
 __all__ = ["Event"]

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from cuda.bindings import driver as _drv
 
 from .._lifetime import _pins, capture
-from .._runtime._bindings import SUCCESS
 from .._lifetime._coerce import U64_LIMIT, DeviceMemory, device_address
-from .._runtime._enums import DeviceAttribute, MemOpType, WaitCondition
 from .._lifetime._handle import Handle, unpinned
+from .._runtime._bindings import SUCCESS
+from .._runtime._enums import DeviceAttribute, MemOpType, WaitCondition
 from ..errors import GUARD, NotSupportedError, error_for
 
 if TYPE_CHECKING:

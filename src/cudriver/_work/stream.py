@@ -9,23 +9,44 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuda.bindings import driver as _drv
 
-from .._lifetime import _handle, _hostfn, capture
 from .. import aio
-from . import memops
-from .._runtime._bindings import SUCCESS
-from .._lifetime._coerce import U64_LIMIT, StreamBase, StreamLike, bool_arg, deprecated, device_address, enum_arg, int_arg, stream_handle, uint_arg
-from .._core import StreamCore
-from .._runtime._enums import AccessPolicyWindow, AccessProperty, CaptureMode, CaptureStatus, MemAttach, SyncPolicy, WaitCondition
-from .._lifetime._pins import call_pinned, pin2, pinned, query_result, unpin2
 from .._context.device import Context, Device, context_arg, current_or_default
+from .._core import StreamCore
+from .._lifetime import _handle, _hostfn, capture
+from .._lifetime._coerce import (
+    U64_LIMIT,
+    StreamBase,
+    StreamLike,
+    bool_arg,
+    deprecated,
+    device_address,
+    enum_arg,
+    int_arg,
+    stream_handle,
+    uint_arg,
+)
+from .._lifetime._pins import call_pinned, pin2, pinned, query_result, unpin2
+from .._runtime._bindings import SUCCESS
+from .._runtime._enums import (
+    AccessPolicyWindow,
+    AccessProperty,
+    CaptureMode,
+    CaptureStatus,
+    MemAttach,
+    SyncPolicy,
+    WaitCondition,
+)
 from ..errors import GUARD, checked, error_for
+from . import memops
 from .event import Event
-from .._graph.graph import Graph
 from .memops import MemOp
+
+if TYPE_CHECKING:
+    from .._graph.graph import Graph
 
 __all__ = ["Stream", "AccessPolicyWindow"]
 
@@ -466,6 +487,8 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
         if h is None:
             self._raise_closed()
         legacy = self._key in (0, _LEGACY) or self._special == "legacy"
+        from .._graph.graph import Graph  # a higher layer, needed only by captures
+
         if into is not None and not isinstance(into, Graph):
             raise TypeError(f"into must be a cudriver.Graph, not {type(into).__name__}")
         session = capture.begin(h, mode, legacy=legacy, previous=self._capture, into=into)
@@ -486,6 +509,8 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
         """
         into = self._capture.into if self._capture is not None else None
         h, keep = self._end_capture()
+        from .._graph.graph import Graph  # a higher layer, needed only by captures
+
         return into or Graph._from_handle(h, keep=keep, context=self._context)
 
     @pinned
@@ -511,6 +536,8 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
         every case the stream is usable afterwards.
         """
         self.begin_capture(mode, into=into)
+        from .._graph.graph import Graph  # a higher layer, needed only by captures
+
         graph = into or Graph._pending(self)
         try:
             yield graph
@@ -563,6 +590,8 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
         ci = self._capture_info()
         if ci is None or int(ci.status) != CaptureStatus.ACTIVE or ci.graph is None:
             return None
+        from .._graph.graph import Graph  # a higher layer, needed only by captures
+
         return Graph.from_handle(ci.graph)
 
     def _repr_extra(self) -> str:
