@@ -90,11 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         s.synchronize()
         return dt
 
-    core, hostfn = cu._core, cu._lifetime._hostfn
+    hostfn = cu._lifetime._hostfn
 
     def core_trampoline(n: int) -> float:
         # The compiled core's trampoline, each key registered as launch_host_func does.
-        fn = core.trampoline_address()
+        fn = hostfn.trampoline_address()
         eager, keys = hostfn._eager, hostfn._keys
         skey, ckey = hi or 1, ctx._key
         t0 = clock()

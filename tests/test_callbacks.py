@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import cudriver as cu
-from cudriver import WaitCondition, _core
+from cudriver import WaitCondition
 from cudriver._lifetime import _hostfn
 from cudriver._lifetime._hostfn import HostFuncRecord, registry_size
 
@@ -76,7 +76,7 @@ def test_trampoline_runs_a_record_once_and_forgets_it() -> None:
     before = registry_size()
     key = _eager(out.append, 1)
     assert registry_size() == before + 1
-    _core.run_record(key)
+    _hostfn.run_record(key)
     assert out == [1]
     assert registry_size() == before
     assert key not in _hostfn._eager
@@ -85,8 +85,8 @@ def test_trampoline_runs_a_record_once_and_forgets_it() -> None:
 @pytest.mark.usefixtures("clean")
 def test_errors_are_stored_and_raised_by_the_next_sync() -> None:
     out: list[int] = []
-    _core.run_record(_eager(_boom))
-    _core.run_record(_eager(out.append, 2))  # later callbacks still run
+    _hostfn.run_record(_eager(_boom))
+    _hostfn.run_record(_eager(out.append, 2))  # later callbacks still run
     assert out == [2]
     with pytest.raises(cu.HostCallbackError, match="_boom raised ValueError: boom") as ei:
         _hostfn.after_sync(_S1)
@@ -102,7 +102,7 @@ def test_errors_are_stored_and_raised_by_the_next_sync() -> None:
 @pytest.mark.usefixtures("clean")
 def test_several_errors_raise_the_first_and_count_the_rest() -> None:
     for m in ("first", "second", "third"):
-        _core.run_record(_eager(_boom, m))
+        _hostfn.run_record(_eager(_boom, m))
     with pytest.raises(
         cu.HostCallbackError, match=r"first \(and 2 more host-function errors"
     ) as ei:
@@ -114,7 +114,7 @@ def test_several_errors_raise_the_first_and_count_the_rest() -> None:
 
 @pytest.mark.usefixtures("clean")
 def test_errors_stay_with_their_stream() -> None:
-    _core.run_record(_eager(_boom, "on s2", stream=_S2))
+    _hostfn.run_record(_eager(_boom, "on s2", stream=_S2))
     _hostfn.after_sync(_S1)  # another stream: nothing
     with pytest.raises(cu.HostCallbackError, match="on s2"):
         _hostfn.after_sync(_S2)
@@ -125,7 +125,7 @@ def test_base_exceptions_are_stored_too() -> None:
     def leave() -> None:
         raise SystemExit(3)
 
-    _core.run_record(_eager(leave))  # the process survives
+    _hostfn.run_record(_eager(leave))  # the process survives
     with pytest.raises(cu.HostCallbackError) as ei:
         _hostfn.after_sync(_S1)
     assert isinstance(ei.value.__cause__, SystemExit)
@@ -133,9 +133,9 @@ def test_base_exceptions_are_stored_too() -> None:
 
 @pytest.mark.usefixtures("clean")
 def test_context_sync_collects_its_streams_errors_only() -> None:
-    _core.run_record(_eager(_boom, "c1 s1", stream=_S1, ctx=_C1))
-    _core.run_record(_eager(_boom, "c2 s1", stream=_S1, ctx=_C2))
-    _core.run_record(_eager(_boom, "c1 s2", stream=_S2, ctx=_C1))
+    _hostfn.run_record(_eager(_boom, "c1 s1", stream=_S1, ctx=_C1))
+    _hostfn.run_record(_eager(_boom, "c2 s1", stream=_S1, ctx=_C2))
+    _hostfn.run_record(_eager(_boom, "c1 s2", stream=_S2, ctx=_C1))
     with pytest.raises(cu.HostCallbackError, match=r"c1 s1 \(and 1 more") as ei:
         _hostfn.after_context_sync(_C1)
     assert [str(e) for e in ei.value.errors] == ["c1 s1", "c1 s2"]  # type: ignore[attr-defined]
@@ -146,7 +146,7 @@ def test_context_sync_collects_its_streams_errors_only() -> None:
 
 @pytest.mark.usefixtures("clean")
 def test_uncollected_errors_reach_unraisablehook_on_release(hook: _Hook) -> None:
-    _core.run_record(_eager(_boom, "never collected"))
+    _hostfn.run_record(_eager(_boom, "never collected"))
     release = _hostfn.watch_stream(_S1)
     release()
     assert len(hook.seen) == 1
@@ -163,7 +163,7 @@ def test_uncollected_errors_reach_unraisablehook_on_release(hook: _Hook) -> None
 def test_errors_after_the_stream_was_closed_are_reported_at_once(hook: _Hook) -> None:
     _hostfn.watch_stream(_S1)()
     assert hook.seen == []  # no errors, nothing reported
-    _core.run_record(_eager(_boom, "late"))
+    _hostfn.run_record(_eager(_boom, "late"))
     assert len(hook.seen) == 1
     assert "late" in str(hook.seen[0].exc_value)
     assert _S1 not in _hostfn.PENDING
@@ -173,8 +173,8 @@ def test_errors_after_the_stream_was_closed_are_reported_at_once(hook: _Hook) ->
 
 @pytest.mark.usefixtures("clean")
 def test_unknown_key_is_reported_not_crashed(hook: _Hook) -> None:
-    _core.run_record(987_654_321_000)
-    _core.run_record(0)  # a NULL user data pointer
+    _hostfn.run_record(987_654_321_000)
+    _hostfn.run_record(0)  # a NULL user data pointer
     assert len(hook.seen) == 2
     assert "was not found" in str(hook.seen[0].exc_value)
 
@@ -188,7 +188,7 @@ def test_trampoline_lets_nothing_escape(hook: _Hook) -> None:
 
     key = next(_hostfn._keys)
     _hostfn._eager[key] = Broken()  # the trampoline's own reading of the record fails
-    _core.run_record(key)  # returns normally
+    _hostfn.run_record(key)  # returns normally
     assert "internal failure" in str(hook.seen[0].exc_value)
 
 
@@ -206,9 +206,9 @@ def test_stream_key_write_holds_a_captured_record_until_it_ran() -> None:
     del rec
     gc.collect()
     assert wr() is not None  # held while the launches are in flight
-    _core.run_record(key)
+    _hostfn.run_record(key)
     assert wr() is not None
-    _core.run_record(key)
+    _hostfn.run_record(key)
     assert out == [7, 7]
     gc.collect()
     assert wr() is None

@@ -12,10 +12,9 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver import _core
 from cudriver._graph.graph import GraphExec
 from cudriver._launch.kernel import Kernel, LaunchPlan
-from cudriver._lifetime import _handle
+from cudriver._lifetime import _handle, _release
 from cudriver._lifetime._handle import Handle
 from cudriver._work.event import Event
 from cudriver._work.stream import Stream
@@ -38,6 +37,15 @@ COMPILED_METHODS = {
     Kernel: ("launch",),
     LaunchPlan: ("launch",),
     cu.DeviceBuffer: ("__init__", "close"),
+}
+
+CORE = {
+    Stream: "cudriver._work._core",
+    Event: "cudriver._work._core",
+    GraphExec: "cudriver._graph._core",
+    Kernel: "cudriver._launch._core",
+    LaunchPlan: "cudriver._launch._core",
+    cu.DeviceBuffer: "cudriver._memory._core",
 }
 
 _SLOW = {"__init__": "_init_slow", "__cuda_stream__": "_cuda_stream_slow"}
@@ -73,6 +81,7 @@ def test_no_method_is_swapped_at_import() -> None:
     for cls in (*COMPILED_METHODS, Handle):
         assert not [n for n in dir(cls) if n.startswith("_py_")], cls
     assert not hasattr(cu, "_impl")
+    assert not hasattr(cu, "_core")  # no run-time configure step either
 
 
 @pytest.mark.parametrize("cls", list(COMPILED_METHODS))
@@ -82,7 +91,8 @@ def test_hot_methods_are_the_cores_and_documented(cls: type) -> None:
         assert not inspect.isfunction(method), f"{cls.__name__}.{name} is not compiled"
         owner = getattr(method, "__objclass__", None)  # a slot wrapper: __init__
         module = owner.__module__ if owner is not None else method.__module__
-        assert module == "cudriver._core", (cls, name)
+        # The compiled module of the class's layer.
+        assert module == CORE[cls], (cls, name, module)
         # The slow path is a plainly named method of the public class.
         assert inspect.isfunction(cls.__dict__[_slow(name)]), (cls, name)
         if name != "__init__":  # the class documents its constructor
@@ -99,5 +109,5 @@ def test_no_weakref_finalize_per_handle() -> None:
     p._init_handle(drv.CUstream(0x99), release=None, func="cuProbeDestroy", owned=False)
     made = len(weakref.finalize._registry) - before  # type: ignore[attr-defined]
     assert p._finalizer is None and made == 0  # the root type's deallocator serves
-    assert type(p._state) is _handle._State is _core.State
+    assert type(p._state) is _handle._State is _release.State
     p.close()

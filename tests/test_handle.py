@@ -11,7 +11,7 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cudriver as cu
-from cudriver._lifetime import _handle
+from cudriver._lifetime import _handle, _release
 from cudriver._lifetime._handle import Handle, pending_releases, release_state, settle
 from cudriver._lifetime._pins import pin, pin_all, unpin, unpin_all
 
@@ -100,7 +100,7 @@ def test_collection_queues_the_release_for_the_releasing_thread() -> None:
     t._state.release = lambda h: (threads.append(threading.current_thread().name), OK)[1]
     # Collection may happen anywhere (inside a lock, on the driver's thread): the
     # release is queued, and the releasing thread runs it (held back here meanwhile).
-    with _handle._reaping:
+    with _release._reaping:
         del t
         gc.collect()
         assert threads == []
@@ -115,7 +115,7 @@ def test_collection_queues_the_release_for_the_releasing_thread() -> None:
 
 def test_a_new_handle_runs_the_waiting_releases() -> None:
     log: list[int] = []
-    with _handle._reaping:  # the releasing thread held back: the constructor runs it
+    with _release._reaping:  # the releasing thread held back: the constructor runs it
         Thing(0x15, log)
         gc.collect()
         t = Thing(0x16, log)

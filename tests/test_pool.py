@@ -71,7 +71,7 @@ def test_a_pool_depends_on_the_streams_it_allocated_on(monkeypatch: pytest.Monke
     for st in more:
         if st.handle is not None:  # type: ignore[attr-defined]
             _handle.unlink(pool_state, st)  # type: ignore[arg-type]
-            _handle._queue_if_free(st)  # type: ignore[arg-type]
+            _handle.queue_if_free(st)  # type: ignore[arg-type]
     _handle.settle()
     assert _handle.pending_releases() == 0
 

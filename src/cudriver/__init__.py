@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from . import _core, aio, checkpoint, compat, driver, nccl
+from . import aio, checkpoint, compat, driver, nccl
 from ._context.device import ComputeCapability, Context, Device, mem_get_info
 from ._context.green import GreenContext, SMResource, WorkqueueConfig
 from ._graph.graph import Graph, GraphExec
@@ -110,8 +110,8 @@ def info() -> dict[str, Any]:
     return {
         "version": __version__,
         "bindings": _bindings.version_string(),
-        "implementation": _core.IMPLEMENTATION,
-        "implementation_reason": _core.REASON,
+        "implementation": "compiled",
+        "implementation_reason": "compiled core loaded",
     }
 
 
@@ -235,4 +235,3 @@ def _publish() -> None:
 
 
 _publish()
-_core.configure()

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__, _core
+from . import __version__
 from ._context.device import Device
 from ._launch.program import _compatibility_note as compatibility_note
 from ._launch.program import nvrtc_version
@@ -84,8 +84,8 @@ def collect() -> tuple[dict[str, Any], int]:
     """
     report: dict[str, Any] = {
         "cudriver": __version__,
-        "implementation": _core.IMPLEMENTATION,
-        "implementation_reason": _core.REASON,
+        "implementation": "compiled",
+        "implementation_reason": "compiled core loaded",
         "cuda_bindings": version_string(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),

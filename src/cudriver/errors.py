@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from cuda.bindings import driver as _drv
 
-from ._core import GuardCore
+from ._runtime._guard import GuardCore, in_host_function
 
 __all__ = [
     "CudaError",
@@ -481,9 +481,9 @@ class CallGuard(GuardCore):
         self.open: set[int] = set()
         self._local = threading.local()
         self._lock = threading.Lock()
-        # The compiled core's per-thread flag (its trampoline sets it and updates
-        # ``running`` and ``armed`` itself, with the GIL held), or None.
-        self.c_inside: Callable[[], bool] | None = None
+        # The C trampoline's per-thread flag (it sets the flag and updates ``running``
+        # and ``armed`` itself, with the GIL held).
+        self.c_inside: Callable[[], bool] | None = in_host_function
 
     def check_calls(self) -> None:
         """Raise :class:`NotPermittedError` when no driver call may be made here."""

@@ -14,7 +14,6 @@ from cuda.bindings import driver as _drv
 
 from .. import driver as _cd
 from .._context.device import Context, context_arg, current_or_default
-from .._core import GraphExecCore
 from .._lifetime import capture
 from .._lifetime._coerce import (
     DeviceMemory,
@@ -30,6 +29,7 @@ from .._lifetime._pins import pin2, pinned, unpin2
 from .._runtime import _bindings
 from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, ClosedError, GraphUpdateError, checked, error_for
+from ._core import GraphExecCore
 from .graphbuild import GraphBuilder
 from .graphnode import GraphNode, kernel_params, launch_of, memcpy_params, memset_params
 

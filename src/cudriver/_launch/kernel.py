@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 from cuda.bindings import driver as _drv
 
 from .._context.device import current_or_default
-from .._core import KernelCore, PlanCore
 from .._lifetime import _pins, capture
 from .._lifetime._coerce import (
     U32_MAX,
@@ -37,6 +36,7 @@ from .._runtime._bindings import SUCCESS
 from .._runtime._enums import FunctionAttribute
 from ..errors import GUARD, ClosedError, NotSupportedError, checked, error_for, pickle_refusal
 from . import launch
+from ._core import KernelCore, PlanCore
 from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
 from .launch import NO_BLOCK, LaunchConfig, launch_error_detail, launch_ex, shape_of
 
@@ -110,7 +110,7 @@ class Kernel(Handle, KernelCore):
     use (``cuFuncGetParamInfo``), and drives argument packing.
     """
 
-    __slots__ = ("_layout", "_module", "_name", "_params", "_sizes")
+    __slots__ = ()  # the fields are KernelCore's C fields
 
     _kind = "Kernel"
 

@@ -18,7 +18,6 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from .._core import NO_BLOCK as _NO_BLOCK
 from .._lifetime._coerce import bool_arg, dims, int_arg, uint_arg
 from .._lifetime._coerce import shared_mem as _shared
 from .._runtime._bindings import SUCCESS
@@ -328,9 +327,9 @@ def config_arg(config: Any) -> LaunchConfig | None:
     return None if config.plain else config
 
 
-#: ``block`` when a launch's grid is a LaunchConfig and no argument follows it (one
-#: object for both implementations: the compiled launch has it as its default).
-NO_BLOCK: Any = _NO_BLOCK
+#: ``block`` when a launch's grid is a LaunchConfig and no argument follows it (the
+#: compiled ``Kernel.launch`` has it as its default).
+NO_BLOCK: Any = object()
 
 
 def shape_of(

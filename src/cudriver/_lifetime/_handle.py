@@ -1,58 +1,40 @@
-"""The owning-handle base shared by every handle class, and when releases may run.
+"""The owning-handle base shared by every handle class, and leases.
 
-An owning object keeps its driver handle in ``_h`` and a small slotted :class:`_State`
-that is released exactly once: on ``close()``, at the end of a ``with`` block, or
-when the object is collected (through :class:`weakref.finalize`, or with the compiled
-core through its root type's deallocator).
-
-When a release runs
--------------------
-* **Leases.** Objects that can still touch a handle after its owner is closed (a
-  ``LaunchPlan``'s packed arguments, a ``MemOp``, a capture's keep list and so every
-  ``Graph``/``GraphExec`` made from it) hold a :class:`Lease`. While a lease is alive,
-  ``close()`` only makes the object unusable; the release runs when the last lease goes.
-* **Pins.** A call that hands a handle to the driver without the GIL (a launch, a
-  record, a wait) pins the handle's state for the call: a ``close()`` on another thread
-  meanwhile only marks it closing, and the release runs when the last pin goes. The
-  driver never sees a handle destroyed while another thread is inside a call on it.
-* **Deferred.** A release triggered by garbage collection may run anywhere: inside a
-  cudriver lock, on the driver's host-function thread, during a capture. So it is
-  never run there: it goes to a queue. So do explicit releases on the host-function
-  thread, on a thread capturing through cudriver (in a mode other than ``RELAXED``),
-  and while a ``GLOBAL``-mode capture is open anywhere. :func:`drain` runs the
-  queue on an ordinary thread: constructors, ``synchronize()``, ``close()`` and capture
-  ends call it, and so does the releasing thread (a daemon thread, woken by
-  :func:`wake` whenever a release is queued), so what a collected object kept goes
-  without waiting for a later cudriver call, and a release that waits for the device
-  never holds up the thread that dropped the object. At interpreter exit the queue is
-  left to the driver, which reclaims everything when the process ends: a synchronous
-  free waits for the device, and a device still waiting (say in ``wait_value32`` for
-  a value no one will write) would hang the exit.
-* **Never** in a forked child (the creating pid is recorded) or during interpreter
-  shutdown. A failing release becomes a :class:`~cudriver.CudaWarning`.
-
-Objects the state keeps alive (``keep``) are dropped only after the handle is
-released, so dependants are always destroyed before what they depend on (a Stream
-before its Context, a GraphExec before its Graph).
+:class:`Handle` is the Python base of every handle class; its C fields and the release
+machinery (states, pins, the queue of deferred releases and the thread that runs it)
+are in ``_release``, whose docstring says when a release runs. Its names used across
+the package are re-exported here.
 """
 
 from __future__ import annotations
 
-import atexit
-import collections
-import os
-import sys
-import threading
-import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, NoReturn
 
-from cuda.bindings import driver as _drv
 from typing_extensions import Self
 
-from .._core import HandleRoot, State, drop_deps, held, link, release, release_state, unlink
-from ..errors import GUARD, ClosedError, CudaWarning, capturing_on_this_thread, pickle_refusal
+from ..errors import ClosedError, pickle_refusal
+from ._release import (
+    HandleRoot,
+    State,
+    deferred,
+    drain,
+    drop_deps,
+    held,
+    link,
+    pending_releases,
+    queue_if_free,
+    release,
+    release_state,
+    release_with,
+    releasing,
+    settle,
+    start_releasing_thread,
+    unlink,
+    unpinned,
+    wake,
+)
 
 __all__ = [
     "Handle",
@@ -71,191 +53,9 @@ __all__ = [
 
 Release = Callable[[Any], Any]
 
-
-#: The release state of a handle (C fields; see ``_core.State``).
+#: The release state of a handle (C fields; see ``_release.State``).
 _State = State
-__all__ += ["held", "link", "unlink"]
-
-
-#: States whose release was deferred; see the module docstring.
-deferred: collections.deque[_State] = collections.deque()
-# Taken only to claim a state's handle (check and clear): never around a driver call,
-# and never by code that garbage collection can run.
-_claim_lock = threading.Lock()
-
-
-def _may_release_now() -> bool:
-    g = GUARD
-    if g.captures or (g.armed and g.in_host_function()):
-        return False
-    return not (g.restrictive and capturing_on_this_thread())
-
-
-def _waits(release: Any) -> bool:
-    # Releases that may wait for the device or enqueue on a stream: never beside a capture.
-    return bool(getattr(release, "waits_for_device", False))
-
-
-def _collected(state: _State) -> None:
-    release_state(state, collected=True)
-
-
-def drain() -> None:
-    """Run the deferred releases, if it is safe here; never raises.
-
-    Where it is not (a capture forbids it on this thread), the releasing thread is
-    woken instead.
-    """
-    if not deferred:
-        return
-    if not _may_release_now():
-        wake()
-        return
-    later: list[_State] = []
-    while not _exiting:
-        try:
-            state = deferred.popleft()
-        except IndexError:
-            break
-        if held(state):  # held again
-            continue
-        if GUARD.open and _waits(state.release):
-            # A device-wide wait would break the capture another thread has open:
-            # left to the releasing thread, which runs it once the captures end.
-            later.append(state)
-            continue
-        release(state)
-    if later:
-        deferred.extend(later)
-        wake()
-
-
-def pending_releases() -> int:
-    """How many releases wait in the queue (for leak tests)."""
-    return len(deferred)
-
-
-def release_with(state: _State, release: Release) -> Any:
-    """Release ``state``'s handle once with ``release`` instead of its own, now.
-
-    Leases are not waited for: for a release that the caller knows is ordered after
-    every use (a free captured into the graph that holds the leases). Returns what
-    ``release`` returned, or None when the handle was already released.
-    """
-    with _claim_lock:
-        handle = state.handle
-        if handle is None:
-            return None
-        state.closing = True
-        state.handle = None
-        state.release = None
-        state.on_release = None
-    try:
-        return release(handle)
-    finally:
-        drop_deps(state)
-
-
-def _queue_if_free(state: _State) -> None:
-    """Queue ``state`` if it was closed and nothing holds it any more."""
-    if state.closing and state.handle is not None and not held(state):
-        deferred.append(state)
-        wake()
-
-
-def unpinned(state: _State) -> None:
-    """Called when the last pin of a closing state went: release it now if it is safe."""
-    _queue_if_free(state)
-    drain()
-
-
-# -- the releasing thread ----------------------------------------------------------------
-# A daemon thread that runs the queue soon after a release is queued. It is woken by
-# releasing ``_wake``, a plain lock held while it sleeps: releasing one takes no other
-# lock, so garbage collection may wake it from anywhere. It is started by the first
-# handle made (never in a forked child, which frees nothing); at exit it stops.
-_wake = threading.Lock()
-_wake.acquire()
-_reaping = threading.Lock()  # held by the thread while it drains
-_reaper_started = False
-_reaper_start_lock = threading.Lock()
-_exiting = False
-_reaper_ident = 0
-_RELAXED = _drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
-_NOT_READY = _drv.CUresult.CUDA_ERROR_NOT_READY
-
-
-def start_releasing_thread() -> None:
-    """Start the releasing thread, once per process."""
-    global _reaper_started
-    with _reaper_start_lock:
-        if _reaper_started:
-            return
-        threading.Thread(target=_reap, name="cudriver-releases", daemon=True).start()
-        _reaper_started = True
-
-
-def wake() -> None:
-    """Have the releasing thread run the queue; never blocks, never raises."""
-    try:
-        _wake.release()
-    except RuntimeError:  # already awake: it drains again before sleeping
-        pass
-
-
-def settle() -> None:
-    """Run the queue here if allowed, then wait for the releasing thread's pass.
-
-    What ``synchronize()`` calls: once it returns, every release queued before it has
-    run (or waits for what forbids it here, such as a capture). Waiting is no worse
-    than running those releases on this thread, which is what would happen otherwise.
-    """
-    drain()
-    if _reaping.locked() and threading.get_ident() != _reaper_ident:
-        with _reaping:
-            pass
-
-
-def releasing() -> bool:
-    """Whether the releasing thread is running releases now."""
-    return _reaping.locked()
-
-
-def _reap() -> None:
-    global _reaper_ident
-    _reaper_ident = threading.get_ident()
-    # RELAXED: a capture in GLOBAL mode that another thread begins while this thread
-    # is about to release does not make the release's call (cuMemFree, say) fail and
-    # invalidate that capture. No release here touches the legacy stream.
-    try:
-        _drv.cuThreadExchangeStreamCaptureMode(_RELAXED)
-    except Exception:  # the driver went away: the releases warn instead
-        pass
-    while True:
-        _wake.acquire()
-        if _exiting:
-            return
-        if GUARD.open:
-            # No release runs beside an open capture (a synchronous free would
-            # wait for, or break, it): the capture's end runs the queue (or wakes
-            # this thread again).
-            continue
-        with _reaping:
-            drain()
-
-
-def _at_exit() -> None:
-    global _exiting
-    _exiting = True
-
-
-def _in_forked_child() -> None:
-    global _reaper_started
-    _reaper_started = True  # a child frees nothing: it never needs the thread
-
-
-atexit.register(_at_exit)
-os.register_at_fork(after_in_child=_in_forked_child)
+__all__ += ["held", "link", "unlink", "drop_deps", "release", "queue_if_free"]
 
 
 class Lease:
@@ -276,18 +76,8 @@ class Lease:
         st = self._state
         st.leases.discard(id(self))
         try:
-            _queue_if_free(st)
+            queue_if_free(st)
         except TypeError:  # at interpreter exit, once this module's globals are gone
-            pass
-
-
-def _warn(msg: str) -> None:
-    try:
-        warnings.warn(msg, CudaWarning, stacklevel=3)
-    except Exception:  # warnings turned into errors must not escape a finaliser
-        try:
-            sys.stderr.write(f"cudriver: {msg}\n")
-        except Exception:  # pragma: no cover - stderr gone at shutdown
             pass
 
 
@@ -299,7 +89,7 @@ class Handle(HandleRoot):
     raises :class:`~cudriver.ClosedError` before any driver call.
 
     ``_h``, ``_key``, ``_state``, ``_owned``, ``_owner``, ``_finalizer`` and the weak
-    reference slot are C fields of the compiled root type (``_core.HandleRoot``). An
+    reference slot are C fields of the compiled root type (``_release.HandleRoot``). An
     object collected while open queues its release from that type's deallocator, so
     no ``weakref.finalize`` is made per object (``_finalizer`` is None, except for
     the few classes that arm one themselves).
@@ -332,8 +122,7 @@ class Handle(HandleRoot):
         self._key = int(handle)
         self._owned = owned
         self._owner = owner
-        if not _reaper_started:
-            start_releasing_thread()
+        start_releasing_thread()
         if deferred:
             drain()
         state = _State(handle, release if owned else None, func, self._kind, keep, on_release)

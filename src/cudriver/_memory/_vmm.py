@@ -38,7 +38,8 @@ from .. import driver as _cd
 from .._context import _share
 from .._context.device import Context, Device, call_in_context
 from .._lifetime._coerce import nbytes_arg
-from .._lifetime._handle import Handle, _warn, release_with
+from .._lifetime._handle import Handle, release_with
+from .._lifetime._release import _warn
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import DeviceAttribute
 from ..errors import (

@@ -26,7 +26,6 @@ from .._context.device import (
     enter_context,
     leave_context,
 )
-from .._core import BufferCore
 from .._lifetime import _pins, capture
 from .._lifetime._coerce import (
     DeviceMemory,
@@ -45,6 +44,7 @@ from .._work.stream import Stream
 from ..errors import error_for
 from . import _dlpack
 from ._copy import cai_stream_value, enqueue, fill_args, fill_new, host_source, new_typed, operand
+from ._core import BufferCore
 from ._ordered import LEGACY as _LEGACY
 from ._ordered import FreeAsync
 

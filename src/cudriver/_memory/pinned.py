@@ -11,7 +11,7 @@ import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
 from .._context.device import Context, Device, call_in_context, context_arg, current_or_default
-from .._lifetime import _handle
+from .._lifetime import _release
 from .._lifetime._coerce import HostMemory, bool_arg, nbytes_arg, typed_shape
 from ..errors import checked
 from . import _dlpack
@@ -206,7 +206,7 @@ class PinnedBuffer(HostMemory):
         # finaliser, which then runs only once).
         release: Any = self._finalizer
         if release is None:
-            release = functools.partial(_handle._collected, self._state)
+            release = functools.partial(_release._collected, self._state)
         fin = weakref.finalize(holder, release)
         fin.atexit = False  # no driver calls at interpreter exit
 

@@ -37,9 +37,9 @@ from .._lifetime._coerce import (
     nbytes_arg,
     uint_arg,
 )
-from .._lifetime._handle import _queue_if_free as queue_if_free
-from .._lifetime._handle import _warn, link, unlink
+from .._lifetime._handle import link, queue_if_free, unlink
 from .._lifetime._pins import pinned
+from .._lifetime._release import _warn
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import MemAccess
 from ..errors import checked, error_for, make_error

@@ -34,10 +34,10 @@ from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from .. import _core
 from .._context.device import Context, enter_context, leave_context
 from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, CudaWarning, NotSupportedError, error_for
+from ._core import eventfd_post_address
 
 __all__ = [
     "Eventfds",
@@ -208,7 +208,7 @@ def eventfds() -> Eventfds | None:
     """:class:`Eventfds` where there is ``eventfd``; else None."""
     global _EVENTFDS
     if _EVENTFDS is None and hasattr(os, "eventfd"):
-        _EVENTFDS = Eventfds(_core.eventfd_post_address())
+        _EVENTFDS = Eventfds(eventfd_post_address())
     return _EVENTFDS
 
 

@@ -10,7 +10,6 @@ from cuda.bindings import driver as _drv
 from .. import aio
 from .._context import _share
 from .._context.device import Context, context_arg, current_or_default, kept_primary
-from .._core import EventCore
 from .._lifetime import _handle, _hostfn
 from .._lifetime._coerce import (
     StreamBase,
@@ -25,6 +24,7 @@ from .._lifetime._pins import call_pinned, call_pinned2, pin2, pinned, query_res
 from .._runtime import _bindings
 from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, checked, error_for
+from ._core import EventCore
 
 __all__ = ["Event"]
 

@@ -15,7 +15,6 @@ from cuda.bindings import driver as _drv
 
 from .. import aio
 from .._context.device import Context, Device, context_arg, current_or_default
-from .._core import StreamCore
 from .._lifetime import _handle, _hostfn, capture
 from .._lifetime._coerce import (
     U64_LIMIT,
@@ -42,6 +41,7 @@ from .._runtime._enums import (
 )
 from ..errors import GUARD, checked, error_for
 from . import memops
+from ._core import StreamCore
 from .event import Event
 from .memops import MemOp
 
@@ -101,7 +101,7 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
     cudriver has no current stream, every call that enqueues work names its stream).
     """
 
-    __slots__ = ("_capture", "_context", "_special")
+    __slots__ = ()  # the fields are StreamCore's C fields
 
     _kind = "Stream"
 

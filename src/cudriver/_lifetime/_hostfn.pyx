@@ -1,3 +1,4 @@
+# cython: language_level=3, binding=True, auto_pickle=False, annotation_typing=False
 """Host functions on streams: the trampoline, the keep-alive registry and error delivery.
 
 How a host function reaches the driver
@@ -42,6 +43,11 @@ interpreter exit, are passed to :data:`sys.unraisablehook`.
 
 from __future__ import annotations
 
+from libc.stdint cimport uintptr_t
+
+from cudriver._runtime._entry cimport GUARD as _GUARD_C
+from cudriver._runtime._guard cimport set_in_hostfn
+
 import atexit
 import functools
 import itertools
@@ -55,7 +61,6 @@ from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from .. import _core
 from .._runtime import _bindings
 from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, HostCallbackError, error_for
@@ -223,9 +228,9 @@ def _trampoline_failed(exc: BaseException) -> None:
     _unraisable(exc, "Exception ignored in the cudriver host-function trampoline", None)
 
 
-#: The trampoline every launch passes: the compiled core's C function (it takes the GIL
-#: only to run the record; it lives as long as the process, as graphs need).
-_TRAMPOLINE_ADDR: int = _core.trampoline_address()
+#: The trampoline every launch passes (:func:`trampoline`: it takes the GIL only to run
+#: the record; it lives as long as the process, as graphs need).
+_TRAMPOLINE_ADDR = <uintptr_t>trampoline
 
 
 def launch(
@@ -507,3 +512,89 @@ def _report_leftovers() -> None:
         PENDING.clear()
     for k, lst in leftovers:
         _report(lst, f"the interpreter exited before stream {k:#x} was synchronized")
+
+
+# -- the trampoline ----------------------------------------------------------------------------
+cdef extern from *:
+    """
+    /* Set once a driver thread keeps a Python thread state for its host functions. */
+    static __thread int cudriver_primed = 0;
+    """
+    int cudriver_primed
+
+cdef extern from "Python.h":
+    ctypedef int PyGILState_STATE
+    PyGILState_STATE PyGILState_Ensure() nogil
+    void* PyEval_SaveThread() nogil
+
+
+cdef void trampoline(void* data) noexcept nogil:
+    # Runs on a driver thread; takes the GIL only to run the record's callable.
+    global cudriver_primed
+    if not cudriver_primed:
+        # A thread without a Python thread state gets a new one from every
+        # PyGILState_Ensure and loses it at the matching release: a few microseconds
+        # per host function, with the GIL held. One Ensure never released keeps this
+        # thread's state for good (driver threads are few and live as long as the
+        # process), so later host functions only take and drop the GIL.
+        PyGILState_Ensure()
+        PyEval_SaveThread()
+        cudriver_primed = 1
+    _run_record(<uintptr_t>data)
+
+
+cdef void _run_record(uintptr_t key) noexcept with gil:
+    # An eager host function's entry is a tuple (fn, args, kwargs or None, stream key,
+    # context key) made by Stream.launch_host_func; a record otherwise (the slow
+    # enqueue, captured host functions).
+    try:
+        k = key
+        rec = _eager.pop(k, None)
+        if rec is None:  # a captured record: found, and accounted for, by _find
+            rec = _find(k)
+            if rec is None:
+                return
+        if type(rec) is tuple:
+            fn = (<tuple>rec)[0]
+            args = (<tuple>rec)[1]
+            kwargs = (<tuple>rec)[2]
+        else:
+            fn = rec.fn
+            args = rec.args
+            kwargs = rec.kwargs
+        # The guard: this thread's C flag (the compiled paths) and the process-wide
+        # count that arms the slow paths' check. Only C code changes the count, always
+        # with the GIL held, so it needs no lock.
+        _GUARD_C.running += 1
+        _GUARD_C.armed = True
+        set_in_hostfn(1)
+        try:
+            if kwargs:
+                fn(*args, **kwargs)
+            else:
+                fn(*args)
+        except BaseException as exc:
+            if type(rec) is tuple:
+                _store((<tuple>rec)[3], (<tuple>rec)[4], fn, exc)
+            else:
+                _store(rec._stream_key, rec.ctx_key, fn, exc)
+        finally:
+            set_in_hostfn(0)
+            _GUARD_C.running -= 1
+            if not _GUARD_C.running and _GUARD_C.initialized and not _GUARD_C.forked:
+                _GUARD_C.armed = False
+    except BaseException as exc:
+        try:
+            _trampoline_failed(exc)
+        except BaseException:
+            pass
+
+
+def run_record(key):
+    """Run host function ``key`` as the trampoline does, on this thread (for tests)."""
+    _run_record(<uintptr_t>key)
+
+
+def trampoline_address():
+    """The address of the C host-function trampoline (it lives as long as the process)."""
+    return <uintptr_t>trampoline

@@ -1,0 +1,39 @@
+"""Type stub of ``_core.pyx``: DeviceBuffer's compiled constructor and close, its frees."""
+
+from typing import TYPE_CHECKING, Any
+
+from .._lifetime._release import FastRelease, HandleRoot
+
+if TYPE_CHECKING:
+    from .._context.device import Context
+    from .._lifetime._coerce import StreamLike
+    from .pool import MemoryPool
+
+class MemFree(FastRelease):
+    def __call__(self, handle: Any) -> tuple[Any, ...]: ...
+
+class MemFreeAsync(FastRelease):
+    @property
+    def waits_for_device(self) -> bool: ...
+    def __call__(self, handle: Any) -> Any: ...
+
+class BufferCore(HandleRoot):
+    _nbytes: Any
+    _context: Any
+    _stream: Any
+    _stream_int: Any
+    _sync_h: Any
+    _dtype: Any
+    _shape: Any
+    _base: Any
+    _offset: Any
+    _views: Any
+    def __init__(
+        self,
+        nbytes: int,
+        *,
+        stream: StreamLike = None,
+        context: Context | None = None,
+        pool: MemoryPool | None = None,
+    ) -> None: ...
+    def close(self) -> None: ...
