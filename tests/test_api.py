@@ -83,10 +83,14 @@ def test_reprs_show_the_public_module() -> None:
 
 # A driver function named by a string literal where an error is built: the name must come
 # from the function itself (checked(), error_for()), so it cannot drift from the call.
-_LITERAL_NAME = re.compile(r"make_error\([^)]*?,\s*\"cu[A-Z]")
+_LITERAL_NAME = re.compile(r"make_error\([^)]*?,\s*[\"']cu[A-Z]")
 
 
-@pytest.mark.parametrize("path", sorted(SRC.glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    sorted([*SRC.rglob("*.py"), *SRC.rglob("*.pyx")]),
+    ids=lambda p: str(p.relative_to(SRC)),
+)
 def test_errors_name_the_function_they_called(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert _LITERAL_NAME.findall(text) == []

@@ -42,7 +42,7 @@ from .._lifetime._pins import pinned
 from .._lifetime._release import _warn
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import MemAccess
-from ..errors import checked, error_for, make_error
+from ..errors import checked, error_for
 from .memory import DeviceBuffer
 
 __all__ = ["MemoryPool", "KEEP_ALL"]
@@ -142,7 +142,7 @@ def _settle(st: Any) -> None:
         return
     r = _cuStreamSynchronize(h)
     if r[0] is not SUCCESS:
-        _warn(f"waiting for a pool's frees failed: {make_error(r[0], 'cuStreamSynchronize')}")
+        _warn(f"waiting for a pool's frees failed: {error_for(r[0], _cuStreamSynchronize)}")
 
 
 def _device_of(device: Any) -> Device:
