@@ -178,8 +178,8 @@ class FakeDriver:
             self.destroyed.append(ev)
             return (SUCCESS,)
 
-        monkeypatch.setattr(aio, "_cuEventQuery", cuEventQuery)
-        monkeypatch.setattr(aio, "_cuEventDestroy", cuEventDestroy)
+        monkeypatch.setattr(aio._drv, "cuEventQuery", cuEventQuery)
+        monkeypatch.setattr(aio._drv, "cuEventDestroy", cuEventDestroy)
         monkeypatch.setattr(aio, "SWEEP_SECONDS", 0.05)
         check = aio.Notifier.check
 

@@ -62,12 +62,12 @@ def no_driver_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return call
 
     for name in (
-        "_cuDevSmResourceSplitByCount",
-        "_cuDevResourceGenerateDesc",
-        "_cuGreenCtxCreate",
-        "_cuGreenCtxStreamCreate",
+        "cuDevSmResourceSplitByCount",
+        "cuDevResourceGenerateDesc",
+        "cuGreenCtxCreate",
+        "cuGreenCtxStreamCreate",
     ):
-        monkeypatch.setattr(green, name, refuse(name))
+        monkeypatch.setattr(green._calls, name, refuse(name))
     return calls
 
 
@@ -129,7 +129,7 @@ def fake_split(monkeypatch: pytest.MonkeyPatch, made: int) -> list[tuple[Any, ..
         rest.sm.smCount = int(res.sm.smCount) - made * count
         return groups, made, rest
 
-    monkeypatch.setattr(green, "_cuDevSmResourceSplitByCount", split)
+    monkeypatch.setattr(green._calls, "cuDevSmResourceSplitByCount", split)
     return seen
 
 

@@ -41,8 +41,9 @@ LAYERS: list[list[str]] = [
         "errors",
         "_runtime._entry",
         "_runtime._bindings",
-        "_runtime._init",
         "_runtime._mirror",
+        "_runtime._calls",
+        "_runtime._init",
     ],
     # L1, lifetimes: the owning handle, pins, argument checks and the protocol bases,
     # capture sessions, host functions, the checked mirror, the current context.

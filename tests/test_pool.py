@@ -57,7 +57,9 @@ def test_a_pool_depends_on_the_streams_it_allocated_on(monkeypatch: pytest.Monke
 
     # Past 16 streams, the closed ones whose work has run are let go.
     idle = {0x5000, *range(0x7000, 0x7000 + 70, 2)}
-    monkeypatch.setattr(pool_module, "_cuStreamQuery", lambda h: (SUCCESS if h in idle else None,))
+    monkeypatch.setattr(
+        pool_module._drv, "cuStreamQuery", lambda h: (SUCCESS if h in idle else None,)
+    )
     more = [state(0x7000 + i, destroy) for i in range(70)]
     for st in more:
         d.note(st)

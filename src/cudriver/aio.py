@@ -53,15 +53,6 @@ _NOT_CAPTURING = _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 _DISABLE_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 _NON_BLOCKING = int(_drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
 # Module-level names, looked up at each call (so that tests can stand in for the driver).
-_cuEventCreate = _drv.cuEventCreate
-_cuEventRecord = _drv.cuEventRecord
-_cuEventQuery = _drv.cuEventQuery
-_cuEventDestroy = _drv.cuEventDestroy
-_cuStreamCreate = _drv.cuStreamCreate
-_cuStreamQuery = _drv.cuStreamQuery
-_cuStreamWaitEvent = _drv.cuStreamWaitEvent
-_cuStreamDestroy = _drv.cuStreamDestroy
-_cuStreamIsCapturing = _drv.cuStreamIsCapturing
 
 #: Private streams made per context and event loop for events' futures.
 PRIVATE_STREAMS = 32
@@ -191,12 +182,12 @@ class Notifier:
         call = _bindings.launch_host_func()
         res, ev = self._event(ctx)
         try:
-            r = _cuEventRecord(ev, stream_h)
+            r = _drv.cuEventRecord(ev, stream_h)
             if r[0] is not SUCCESS:
-                raise error_for(r[0], _cuEventRecord)
+                raise error_for(r[0], _drv.cuEventRecord)
             item = self.watch(loop.create_future(), ev, order, res)
         except BaseException:
-            _wakeup.release(_cuEventDestroy, ev, "event")
+            _wakeup.release(_drv.cuEventDestroy, ev, "event")
             raise
         code = call(int(stream_h), api.post_address, self._sem or 0)
         if code:
@@ -219,7 +210,7 @@ class Notifier:
             res = self._context(ctx)
             if res.events:
                 return res, res.events.pop()
-        return res, _wakeup.create(ctx, _cuEventCreate, _DISABLE_TIMING)
+        return res, _wakeup.create(ctx, _drv.cuEventCreate, _DISABLE_TIMING)
 
     def private_stream(self, ctx: Context) -> tuple[_PerContext, int]:
         """An idle private stream of ``ctx`` (made while fewer than the limit).
@@ -231,18 +222,21 @@ class Notifier:
             for i, last in enumerate(res.last):
                 if last is None or (last.event is None and not last.fut.cancelled()):
                     return res, i
-                if capture.relaxed(functools.partial(_cuStreamQuery, res.streams[i]))[0] is SUCCESS:
+                if (
+                    capture.relaxed(functools.partial(_drv.cuStreamQuery, res.streams[i]))[0]
+                    is SUCCESS
+                ):
                     return res, i
             if len(res.streams) >= PRIVATE_STREAMS:
                 res.turn = (res.turn + 1) % len(res.streams)
                 return res, res.turn
-        h = _wakeup.create(ctx, _cuStreamCreate, _NON_BLOCKING)
+        h = _wakeup.create(ctx, _drv.cuStreamCreate, _NON_BLOCKING)
         with self._lock:
             if not self._closing:
                 res.streams.append(h)
                 res.last.append(None)
                 return res, len(res.streams) - 1
-        _wakeup.release(_cuStreamDestroy, h, "private stream")
+        _wakeup.release(_drv.cuStreamDestroy, h, "private stream")
         raise RuntimeError(_CLOSED)
 
     def _finish(self, item: _Item) -> None:
@@ -255,7 +249,7 @@ class Notifier:
             if res is not None and not self._closing and len(res.events) < _SPARE_EVENTS:
                 res.events.append(ev)  # re-recording it later is fine, even if pending
                 return
-        _wakeup.release(_cuEventDestroy, ev, "event")
+        _wakeup.release(_drv.cuEventDestroy, ev, "event")
 
     # -- the loop's side ------------------------------------------------------------------
     def _dropped(self, item: _Item) -> None:
@@ -287,7 +281,7 @@ class Notifier:
                 if item.order is not None and item.order in blocked:
                     skipped.append(item)
                     continue
-                s = _cuEventQuery(item.event)[0]
+                s = _drv.cuEventQuery(item.event)[0]
                 if s is _NOT_READY:
                     stalled.append(item)
                     if item.order is not None:
@@ -300,7 +294,7 @@ class Notifier:
                 # A stream handle reused (or the same per-thread handle) can put a done
                 # item behind a pending one: look at those too, so no post is lost.
                 for item in skipped:
-                    s = _cuEventQuery(item.event)[0]
+                    s = _drv.cuEventQuery(item.event)[0]
                     if s is not _NOT_READY:
                         done.append((item, s))
                         if not sweep and len(done) >= credit:
@@ -318,7 +312,7 @@ class Notifier:
                 if s is SUCCESS:
                     fut.set_result(None)
                 else:
-                    fut.set_exception(error_for(s, _cuEventQuery))
+                    fut.set_exception(error_for(s, _drv.cuEventQuery))
             self._finish(item)
 
     def _fail(self, items: list[_Item], err: BaseException) -> None:
@@ -497,9 +491,9 @@ class Notifier:
                 self._api.free(sem)
         for res in kept:  # no future is left: every event and stream is idle
             for ev in res.events:
-                _wakeup.release(_cuEventDestroy, ev, "event")
+                _wakeup.release(_drv.cuEventDestroy, ev, "event")
             for h in res.streams:
-                _wakeup.release(_cuStreamDestroy, h, "private stream")
+                _wakeup.release(_drv.cuStreamDestroy, h, "private stream")
             res.lease = None
 
     def _abandon(self) -> None:
@@ -590,9 +584,9 @@ def _stream_future(stream: Any, loop: Any) -> Any:
     loop, st = _begin(stream, loop)
     try:
         h = stream._h
-        r = _cuStreamIsCapturing(h)
+        r = _drv.cuStreamIsCapturing(h)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuStreamIsCapturing)
+            raise error_for(r[0], _drv.cuStreamIsCapturing)
         if r[1] is not _NOT_CAPTURING:
             raise StreamCaptureError(
                 _R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
@@ -611,7 +605,7 @@ def _event_future(event: Any, loop: Any) -> Any:
     loop, st = _begin(event, loop)
     try:
         h = event._h
-        s = capture.relaxed(functools.partial(_cuEventQuery, h))[0]
+        s = capture.relaxed(functools.partial(_drv.cuEventQuery, h))[0]
         if s is SUCCESS:
             fut = loop.create_future()
             fut.set_result(None)
@@ -619,14 +613,14 @@ def _event_future(event: Any, loop: Any) -> Any:
         if s is not _NOT_READY:
             captured = s in (_R.CUDA_ERROR_CAPTURED_EVENT, _R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
             why = "the event was last recorded in a capturing stream" if captured else None
-            raise error_for(s, _cuEventQuery, why)
+            raise error_for(s, _drv.cuEventQuery, why)
         ctx = event.context
         n = notifier_for(loop)
         res, i = n.private_stream(ctx)
         ps = res.streams[i]
-        r = _cuStreamWaitEvent(ps, h, 0)
+        r = _drv.cuStreamWaitEvent(ps, h, 0)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuStreamWaitEvent)
+            raise error_for(r[0], _drv.cuStreamWaitEvent)
         item = res.last[i] = n.enqueue(loop, ctx, ps, int(ps))
         return item.fut
     finally:
@@ -700,12 +694,12 @@ class Awaitable:
             return None
         try:
             if not stream:
-                r = _cuEventQuery(st.handle)[0]
+                r = _drv.cuEventQuery(st.handle)[0]
             else:
-                c = _cuStreamIsCapturing(st.handle)
+                c = _drv.cuStreamIsCapturing(st.handle)
                 if c[0] is not SUCCESS or c[1] is not _NOT_CAPTURING:
                     return None
-                r = _cuStreamQuery(st.handle)[0]
+                r = _drv.cuStreamQuery(st.handle)[0]
         finally:
             _pins.unpin(st)
         return True if r is SUCCESS else False if r is _NOT_READY else None

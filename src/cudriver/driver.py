@@ -44,14 +44,11 @@ from cuda.bindings import driver as _raw
 from ._lifetime import _hostfn
 from ._lifetime._coerce import raw_stream_handle
 from ._lifetime._handle import Handle
-from ._runtime import _bindings
-from ._runtime._mirror import Mirror
-from .errors import GUARD, NotSupportedError, checked, error_for
+from ._runtime import _bindings, _calls
+from .errors import GUARD, NotSupportedError, error_for
 
 __all__ = ["cuLaunchHostFunc"]
 
-_cuStreamGetCtx = checked(_raw.cuStreamGetCtx)
-_cuCtxGetCurrent = checked(_raw.cuCtxGetCurrent)
 # The base class of ctypes function pointers (CFUNCTYPE instances); not public in ctypes.
 _CFuncPtr: Any = ctypes.CFUNCTYPE(None).__mro__[1]
 
@@ -87,7 +84,7 @@ def cuLaunchHostFunc(hStream: Any, fn: Any, userData: Any) -> None:
     if callable(fn) and not isinstance(fn, (_raw.CUhostFn, _CFuncPtr)):
         if GUARD.armed:
             GUARD.check()
-        ctx = _cuStreamGetCtx(h) if int(h) not in (0, 1, 2) else _cuCtxGetCurrent()
+        ctx = _calls.cuStreamGetCtx(h) if int(h) not in (0, 1, 2) else _calls.cuCtxGetCurrent()
         owner = hStream if isinstance(hStream, Handle) else None
         _hostfn.launch(owner, h, int(h), int(ctx), fn, (userData,), {})
         return
@@ -118,12 +115,12 @@ _SPECIAL: dict[str, Any] = {
     "cuLaunchHostFunc_v2": _refuse_v2,
 }
 
-_MIRROR = Mirror(_raw, "cudriver.driver", "cu", "checked", special=_SPECIAL)
-
 
 def __getattr__(name: str) -> Any:
-    return _MIRROR.attr(name)
+    special = _SPECIAL.get(name)
+    # Every other name: the package's one table of checked entry points.
+    return special if special is not None else _calls.TABLE.attr(name)
 
 
 def __dir__() -> list[str]:
-    return _MIRROR.names()
+    return sorted(set(_calls.TABLE.names()) | set(_SPECIAL))

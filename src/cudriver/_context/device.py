@@ -47,7 +47,6 @@ __all__ = [
 _cuCtxCreate = checked(_bindings.ctx_create, name="cuCtxCreate")
 
 # Unchecked: the current-context test runs on hot paths and in releases.
-_cuCtxGetCurrent = _drv.cuCtxGetCurrent
 
 _NULL = 0
 _R = _drv.CUresult
@@ -578,9 +577,9 @@ def _current_ordinal() -> int:
     init()
     if GUARD.armed:
         GUARD.check()
-    r = _cuCtxGetCurrent()
+    r = _drv.cuCtxGetCurrent()
     if r[0] is not SUCCESS:
-        raise error_for(r[0], _cuCtxGetCurrent)
+        raise error_for(r[0], _drv.cuCtxGetCurrent)
     return 0 if int(r[1]) == _NULL else int(_cd.cuCtxGetDevice())
 
 
@@ -702,9 +701,9 @@ def current_or_default() -> Context:
     if GUARD.armed:
         GUARD.check()
     init()
-    r = _cuCtxGetCurrent()
+    r = _drv.cuCtxGetCurrent()
     if r[0] is not SUCCESS:
-        raise error_for(r[0], _cuCtxGetCurrent)
+        raise error_for(r[0], _drv.cuCtxGetCurrent)
     key = int(r[1])
     if key == _NULL:
         return _make_default_current()

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 from cuda.bindings import driver as _drv
 
 from .._lifetime._coerce import bool_arg, enum_arg, int_arg, uint_arg
+from .._runtime import _calls
 from .._runtime._enums import WorkqueueScope
 from .._runtime._init import driver_version, init
-from ..errors import NotFoundError, NotSupportedError, checked, error_for
+from ..errors import NotFoundError, NotSupportedError, error_for
 from .device import Context, Device, _forget_borrowed, _owned, device_arg, kept_primary
 
 if TYPE_CHECKING:
@@ -40,14 +41,6 @@ _IGNORE_COSCHEDULING = 1  # CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING
 _DEFAULT_STREAM = 1  # CU_GREEN_CTX_DEFAULT_STREAM
 _NON_BLOCKING = 1  # CU_STREAM_NON_BLOCKING
 
-_cuDeviceGetDevResource = checked(_drv.cuDeviceGetDevResource)
-_cuDevSmResourceSplitByCount = checked(_drv.cuDevSmResourceSplitByCount)
-_cuDevResourceGenerateDesc = checked(_drv.cuDevResourceGenerateDesc)
-_cuGreenCtxCreate = checked(_drv.cuGreenCtxCreate)
-_cuCtxFromGreenCtx = checked(_drv.cuCtxFromGreenCtx)
-_cuGreenCtxGetDevResource = checked(_drv.cuGreenCtxGetDevResource)
-_cuGreenCtxStreamCreate = checked(_drv.cuGreenCtxStreamCreate)
-_cuGreenCtxDestroy = _drv.cuGreenCtxDestroy
 _cuDevSmResourceSplit = getattr(_drv, "cuDevSmResourceSplit", None)  # CUDA 13.1
 
 # Partition rules the driver documents per architecture, for bindings whose
@@ -98,7 +91,7 @@ class SMResource:
         """All SMs of ``device`` (``cuDeviceGetDevResource``, type SM); no allocation."""
         dev = device_arg(device)
         init()
-        return cls._wrap(_cuDeviceGetDevResource(dev.handle, _SM), dev, 0, "device")
+        return cls._wrap(_calls.cuDeviceGetDevResource(dev.handle, _SM), dev, 0, "device")
 
     @property
     def device(self) -> Device:
@@ -206,7 +199,7 @@ class SMResource:
                     f"{want} groups of {n} SMs need {want * n} SMs; this resource has {total}"
                 )
         flags = 0 if co else _IGNORE_COSCHEDULING
-        res, made, rest = _cuDevSmResourceSplitByCount(want, self._res, flags, n)
+        res, made, rest = _calls.cuDevSmResourceSplitByCount(want, self._res, flags, n)
         made = int(made)
         if (made < want and groups is not None) or made < 1:
             raise ValueError(
@@ -482,12 +475,12 @@ class GreenContext(Context):
         init()
         primary = kept_primary(dev)
         raws = [r.raw for r in items]
-        desc = _cuDevResourceGenerateDesc(raws, len(raws))
-        g = _cuGreenCtxCreate(desc, dev.handle, _DEFAULT_STREAM)
+        desc = _calls.cuDevResourceGenerateDesc(raws, len(raws))
+        g = _calls.cuGreenCtxCreate(desc, dev.handle, _DEFAULT_STREAM)
         try:
-            h = _cuCtxFromGreenCtx(g)
+            h = _calls.cuCtxFromGreenCtx(g)
         except BaseException:
-            _cuGreenCtxDestroy(g)
+            _drv.cuGreenCtxDestroy(g)
             raise
         self._device = dev
         self._primary = False
@@ -497,7 +490,7 @@ class GreenContext(Context):
         _owned[key] = self  # objects made under ``with gc:`` keep it alive
         self._init_handle(
             h,
-            release=lambda _h: _cuGreenCtxDestroy(g),
+            release=lambda _h: _drv.cuGreenCtxDestroy(g),
             func="cuGreenCtxDestroy",
             keep=(primary,),
             on_release=_forget_borrowed(key),
@@ -520,7 +513,7 @@ class GreenContext(Context):
 
         Split it to partition the green context's SMs further.
         """
-        res = _cuGreenCtxGetDevResource(self.green_handle, _SM)
+        res = _calls.cuGreenCtxGetDevResource(self.green_handle, _SM)
         return SMResource._wrap(res, self.device, 0, "green context's SMs")
 
     @property
@@ -534,7 +527,7 @@ class GreenContext(Context):
                 "a green context's streams are non-blocking (cuGreenCtxStreamCreate "
                 "requires it): pass non_blocking=True, or use create_stream()"
             )
-        return _cuGreenCtxStreamCreate(self.green_handle, flags, priority or 0)
+        return _calls.cuGreenCtxStreamCreate(self.green_handle, flags, priority or 0)
 
     def create_stream(self, *, priority: int | None = None) -> Stream:
         """A new non-blocking :class:`~cudriver.Stream` of this green context.

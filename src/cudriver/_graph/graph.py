@@ -36,8 +36,6 @@ from .graphnode import GraphNode, kernel_params, launch_of, memcpy_params, memse
 __all__ = ["Graph", "GraphExec"]
 
 _cuGraphInstantiate = checked(_bindings.graph_instantiate, name="cuGraphInstantiate")
-_cuGraphInstantiateWithParams = _drv.cuGraphInstantiateWithParams
-_cuGraphLaunch = _drv.cuGraphLaunch
 _F = _drv.CUgraphInstantiate_flags
 
 _S = TypeVar("_S", "Graph", "GraphExec")
@@ -339,13 +337,13 @@ class Graph(Handle, GraphBuilder):
             params = _drv.CUDA_GRAPH_INSTANTIATE_PARAMS()
             params.flags = flags | int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)
             params.hUploadStream = stream_handle(upload_stream)
-            r = _cuGraphInstantiateWithParams(h, params)
+            r = _drv.cuGraphInstantiateWithParams(h, params)
             if r[0] is not SUCCESS:
                 detail = None
                 res = getattr(params, "result_out", None)
                 if res is not None and int(res) != 0:
                     detail = f"instantiate result {_drv.CUgraphInstantiateResult(int(res)).name}"
-                raise error_for(r[0], _cuGraphInstantiateWithParams, detail)
+                raise error_for(r[0], _drv.cuGraphInstantiateWithParams, detail)
             eh = r[1]
         return GraphExec._new(eh, self)
 
@@ -417,11 +415,11 @@ class GraphExec(Handle, GraphExecCore):
                     rec.stream_key = key
             if capture.ACTIVE:
                 capture.keep(sh, list(self._keeps))
-            r = _cuGraphLaunch(h, sh)
+            r = _drv.cuGraphLaunch(h, sh)
         finally:
             unpin2(*pins)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuGraphLaunch)
+            raise error_for(r[0], _drv.cuGraphLaunch)
         if self._streams is not None:
             self._streams.add(int(sh))
 

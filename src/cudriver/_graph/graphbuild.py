@@ -35,7 +35,7 @@ from .._launch.kernel import Kernel
 from .._launch.launch import NO_BLOCK, LaunchConfig, shape_of
 from .._lifetime import _hostfn, _pins, capture
 from .._lifetime._coerce import device_address, nbytes_arg, renamed_keyword, uint_arg
-from .._runtime import _bindings
+from .._runtime import _bindings, _calls
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import CaptureStatus, ConditionalType
 from .._work.event import Event
@@ -58,25 +58,11 @@ if TYPE_CHECKING:
 
 __all__ = ["GraphBuilder"]
 
-_cuGraphAddEmptyNode = checked(_drv.cuGraphAddEmptyNode)
-_cuGraphAddKernelNode = checked(_drv.cuGraphAddKernelNode)
-_cuGraphKernelNodeSetAttribute = _drv.cuGraphKernelNodeSetAttribute
-_cuGraphAddMemcpyNode = checked(_drv.cuGraphAddMemcpyNode)
-_cuGraphAddMemsetNode = checked(_drv.cuGraphAddMemsetNode)
-_cuGraphAddEventRecordNode = checked(_drv.cuGraphAddEventRecordNode)
-_cuGraphAddEventWaitNode = checked(_drv.cuGraphAddEventWaitNode)
-_cuGraphAddBatchMemOpNode = checked(_drv.cuGraphAddBatchMemOpNode)
-_cuGraphAddMemAllocNode = checked(_drv.cuGraphAddMemAllocNode)
-_cuGraphAddMemFreeNode = checked(_drv.cuGraphAddMemFreeNode)
-_cuGraphAddChildGraphNode = checked(_drv.cuGraphAddChildGraphNode)
-_cuGraphConditionalHandleCreate = checked(_drv.cuGraphConditionalHandleCreate)
 _cuGraphAddNode = checked(_bindings.graph_add_node, name="cuGraphAddNode")
 _cuGraphAddDependencies = checked(_bindings.graph_add_dependencies, name="cuGraphAddDependencies")
-_cuGraphGetNodes = checked(_drv.cuGraphGetNodes)
 _cuUpdateCaptureDependencies = checked(
     _bindings.update_capture_dependencies, name="cuStreamUpdateCaptureDependencies"
 )
-_cuCtxGetCurrent = checked(_drv.cuCtxGetCurrent)
 _SET_DEPS = int(_drv.CUstreamUpdateCaptureDependencies_flags.CU_STREAM_SET_CAPTURE_DEPENDENCIES)
 _ASSIGN_DEFAULT = int(_drv.CU_GRAPH_COND_ASSIGN_DEFAULT)
 _R = _drv.CUresult
@@ -101,7 +87,7 @@ class _Site:
         """The context of the graph's work, or the current one for a foreign graph."""
         if self.ctx is not None:
             return self.ctx.handle
-        return _cuCtxGetCurrent()
+        return _calls.cuCtxGetCurrent()
 
     def added(self, nh: Any, *keep: Any, cls: type[GraphNode] = GraphNode) -> Any:
         """Wrap the new node, keep ``keep`` with the graph and, in a capture, move on."""
@@ -215,7 +201,7 @@ class GraphBuilder:
     def add_empty(self, *, after: GraphNode | Iterable[GraphNode] | None = None) -> GraphNode:
         """Add an empty node (``cuGraphAddEmptyNode``): a join point for dependencies."""
         with _adding(self._self(), after) as site:
-            return site.added(_cuGraphAddEmptyNode(site.gh, site.deps, len(site.deps)))  # type: ignore[no-any-return]
+            return site.added(_calls.cuGraphAddEmptyNode(site.gh, site.deps, len(site.deps)))  # type: ignore[no-any-return]
 
     def add_kernel(
         self,
@@ -250,10 +236,10 @@ class GraphBuilder:
                     "(kernel.launch(stream, ..., config=config)) instead of adding a node"
                 )
             p, packed, launch = kernel_params(kernel, grid, block, shared_mem, args)
-            nh = _cuGraphAddKernelNode(site.gh, site.deps, len(site.deps), p)
+            nh = _calls.cuGraphAddKernelNode(site.gh, site.deps, len(site.deps), p)
             del packed  # copied by the driver
             for attr_id, value in attrs:
-                r = _cuGraphKernelNodeSetAttribute(nh, attr_id, value)
+                r = _drv.cuGraphKernelNodeSetAttribute(nh, attr_id, value)
                 if r[0] is not SUCCESS:
                     _drv.cuGraphDestroyNode(nh)
                     assert cfg is not None
@@ -285,7 +271,9 @@ class GraphBuilder:
         """
         p, keep = memcpy_params(dst, src, nbytes)
         with _adding(self._self(), after, dst, src) as site:
-            nh = _cuGraphAddMemcpyNode(site.gh, site.deps, len(site.deps), p, site.ctx_handle())
+            nh = _calls.cuGraphAddMemcpyNode(
+                site.gh, site.deps, len(site.deps), p, site.ctx_handle()
+            )
             return site.added(nh, *keep)  # type: ignore[no-any-return]
 
     def add_memset(
@@ -310,7 +298,9 @@ class GraphBuilder:
             )
         p, keep = memset_params(dst, value, element_size, count)
         with _adding(self._self(), after, dst) as site:
-            nh = _cuGraphAddMemsetNode(site.gh, site.deps, len(site.deps), p, site.ctx_handle())
+            nh = _calls.cuGraphAddMemsetNode(
+                site.gh, site.deps, len(site.deps), p, site.ctx_handle()
+            )
             return site.added(nh, *((keep,) if keep is not None else ()))  # type: ignore[no-any-return]
 
     def add_host_func(
@@ -347,7 +337,7 @@ class GraphBuilder:
         """
         ev = _event(event)
         with _adding(self._self(), after, ev) as site:
-            nh = _cuGraphAddEventRecordNode(site.gh, site.deps, len(site.deps), ev.handle)
+            nh = _calls.cuGraphAddEventRecordNode(site.gh, site.deps, len(site.deps), ev.handle)
             return site.added(nh, ev)  # type: ignore[no-any-return]
 
     def add_event_wait(
@@ -356,7 +346,7 @@ class GraphBuilder:
         """Add a node waiting for ``event``'s last record (``cuGraphAddEventWaitNode``)."""
         ev = _event(event)
         with _adding(self._self(), after, ev) as site:
-            nh = _cuGraphAddEventWaitNode(site.gh, site.deps, len(site.deps), ev.handle)
+            nh = _calls.cuGraphAddEventWaitNode(site.gh, site.deps, len(site.deps), ev.handle)
             return site.added(nh, ev)  # type: ignore[no-any-return]
 
     def add_mem_ops(
@@ -378,7 +368,7 @@ class GraphBuilder:
             p.count = len(lst)
             p.paramArray = [op._params for op in lst]
             p.flags = 0
-            nh = _cuGraphAddBatchMemOpNode(site.gh, site.deps, len(site.deps), p)
+            nh = _calls.cuGraphAddBatchMemOpNode(site.gh, site.deps, len(site.deps), p)
             targets = tuple(op._target for op in lst if op._target is not None)
             return site.added(nh, *targets)  # type: ignore[no-any-return]
 
@@ -398,7 +388,7 @@ class GraphBuilder:
             p.poolProps.location.type = _drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
             p.poolProps.location.id = site.ctx.device.ordinal if site.ctx is not None else 0
             p.bytesize = n
-            nh = _cuGraphAddMemAllocNode(site.gh, site.deps, len(site.deps), p)
+            nh = _calls.cuGraphAddMemAllocNode(site.gh, site.deps, len(site.deps), p)
             node: AllocNode = site.added(nh, cls=AllocNode)
             node._ptr = int(p.dptr)
             node._nbytes = n
@@ -413,7 +403,9 @@ class GraphBuilder:
         """
         a = ptr.ptr if isinstance(ptr, AllocNode) else device_address(ptr)[0]
         with _adding(self._self(), after) as site:
-            nh = _cuGraphAddMemFreeNode(site.gh, site.deps, len(site.deps), _drv.CUdeviceptr(a))
+            nh = _calls.cuGraphAddMemFreeNode(
+                site.gh, site.deps, len(site.deps), _drv.CUdeviceptr(a)
+            )
             return site.added(nh)  # type: ignore[no-any-return]
 
     def add_child_graph(
@@ -428,7 +420,7 @@ class GraphBuilder:
             raise TypeError(f"add_child_graph takes a cudriver.Graph, not {type(graph).__name__}")
         child: Graph = graph
         with _adding(self._self(), after, child) as site:
-            nh = _cuGraphAddChildGraphNode(site.gh, site.deps, len(site.deps), child.handle)
+            nh = _calls.cuGraphAddChildGraphNode(site.gh, site.deps, len(site.deps), child.handle)
             return site.added(nh, *child._top()._keep)  # type: ignore[no-any-return]
 
     def add_dependency(self, before: GraphNode, node: GraphNode) -> None:
@@ -442,8 +434,8 @@ class GraphBuilder:
         """The graph's nodes (``cuGraphGetNodes``), e.g. to update a captured kernel."""
         g = self._self()
         with _adding(g, None) as site:
-            n = int(outs(_cuGraphGetNodes(site.gh, 0))[-1])
-            found = outs(_cuGraphGetNodes(site.gh, n))[0] if n else []
+            n = int(outs(_calls.cuGraphGetNodes(site.gh, 0))[-1])
+            found = outs(_calls.cuGraphGetNodes(site.gh, n))[0] if n else []
         return [GraphNode._new(h, g) for h in list(found)[:n]]
 
     # -- conditionals -----------------------------------------------------------------
@@ -462,7 +454,7 @@ class GraphBuilder:
             flags, value = _ASSIGN_DEFAULT, uint_arg(default, "default", 32)
         g = self._self()
         with _adding(g, None) as site:
-            h = _cuGraphConditionalHandleCreate(site.gh, site.ctx_handle(), value, flags)
+            h = _calls.cuGraphConditionalHandleCreate(site.gh, site.ctx_handle(), value, flags)
         return ConditionalHandle(int(h))
 
     def add_conditional(

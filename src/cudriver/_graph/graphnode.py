@@ -18,8 +18,8 @@ from .._launch.kernel import Kernel
 from .._lifetime import _pins
 from .._lifetime._coerce import device_address, dims, nbytes_arg, shared_mem, uint_arg
 from .._memory._copy import fill_args, memory_side, operand
+from .._runtime import _calls
 from .._runtime._enums import GraphNodeType
-from ..errors import checked
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -36,10 +36,6 @@ __all__ = [
     "outs",
 ]
 
-_cuGraphNodeGetType = checked(_drv.cuGraphNodeGetType)
-_cuGraphNodeGetDependencies = checked(_drv.cuGraphNodeGetDependencies)
-_cuGraphNodeGetDependentNodes = checked(_drv.cuGraphNodeGetDependentNodes)
-_cuGraphKernelNodeGetParams = checked(_drv.cuGraphKernelNodeGetParams)
 _MT = _drv.CUmemorytype
 
 
@@ -101,7 +97,7 @@ class GraphNode:
     def type(self) -> GraphNodeType | int:
         """The node's :class:`~cudriver.GraphNodeType` (``cuGraphNodeGetType``)."""
         with self._pinned() as h:
-            t = int(_cuGraphNodeGetType(h))
+            t = int(_calls.cuGraphNodeGetType(h))
         try:
             return GraphNodeType(t)
         except ValueError:  # a node type newer than this version of cudriver
@@ -110,12 +106,12 @@ class GraphNode:
     @property
     def dependencies(self) -> list[GraphNode]:
         """The nodes this one runs after (``cuGraphNodeGetDependencies``)."""
-        return self._neighbours(_cuGraphNodeGetDependencies)
+        return self._neighbours(_calls.cuGraphNodeGetDependencies)
 
     @property
     def dependents(self) -> list[GraphNode]:
         """The nodes that run after this one (``cuGraphNodeGetDependentNodes``)."""
-        return self._neighbours(_cuGraphNodeGetDependentNodes)
+        return self._neighbours(_calls.cuGraphNodeGetDependentNodes)
 
     def _neighbours(self, fn: Callable[..., Any]) -> list[GraphNode]:
         with self._pinned() as h:
@@ -292,7 +288,7 @@ def launch_of(node: GraphNode) -> tuple[Kernel, Any, Any, int]:
     if node._launch is not None:
         return node._launch
     with node._pinned() as h:
-        p = _cuGraphKernelNodeGetParams(h)
+        p = _calls.cuGraphKernelNodeGetParams(h)
     # A field of a bindings struct is a view into the struct: copy the value out.
     func = int(p.func) if p.func is not None else 0
     if func == 0:

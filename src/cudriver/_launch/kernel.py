@@ -31,10 +31,10 @@ from .._lifetime._coerce import (
 )
 from .._lifetime._coerce import shared_mem as _shared
 from .._lifetime._handle import Handle, Lease
-from .._runtime import _bindings
+from .._runtime import _bindings, _calls
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import FunctionAttribute
-from ..errors import GUARD, ClosedError, NotSupportedError, checked, error_for, pickle_refusal
+from ..errors import GUARD, ClosedError, NotSupportedError, error_for, pickle_refusal
 from . import launch
 from ._core import KernelCore, PlanCore
 from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
@@ -56,11 +56,6 @@ class ParamInfo(NamedTuple):
 ParamInfo.__module__ = "cudriver"
 
 _R = _drv.CUresult
-_cuLaunchKernel = _drv.cuLaunchKernel
-_cuLaunchKernelEx = _drv.cuLaunchKernelEx
-_cuFuncGetAttribute = _drv.cuFuncGetAttribute
-_cuFuncSetAttribute = _drv.cuFuncSetAttribute
-_cuFuncGetName = checked(_drv.cuFuncGetName)
 # cuFuncGetParamInfo answers INVALID_VALUE past the last parameter; the parameter
 # buffer is at most 32 KiB, so no kernel has more parameters than this.
 _MAX_PARAMS = 32768
@@ -148,7 +143,7 @@ class Kernel(Handle, KernelCore):
         """
         h = handle_arg(handle, _drv.CUfunction, "function handle")
         if name is None:
-            raw = _cuFuncGetName(h)
+            raw = _calls.cuFuncGetName(h)
             name = raw.decode() if isinstance(raw, bytes) else str(raw)
         return cls._new(h, name, None, owner)
 
@@ -257,9 +252,9 @@ class Kernel(Handle, KernelCore):
     def attribute(self, attr: FunctionAttribute | int) -> int:
         """Read a kernel attribute (``cuFuncGetAttribute``)."""
         a = _func_attr(attr)
-        r = _cuFuncGetAttribute(a, self.handle)
+        r = _drv.cuFuncGetAttribute(a, self.handle)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuFuncGetAttribute, f"attribute {a.name}")
+            raise error_for(r[0], _drv.cuFuncGetAttribute, f"attribute {a.name}")
         return int(r[1])
 
     @_pins.pinned
@@ -273,9 +268,9 @@ class Kernel(Handle, KernelCore):
         if not -(1 << 31) <= v < 1 << 31:
             raise ValueError(f"attribute value {v} does not fit a C int")
         a = _func_attr(attr)
-        r = _cuFuncSetAttribute(self.handle, a, v)
+        r = _drv.cuFuncSetAttribute(self.handle, a, v)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuFuncSetAttribute, f"{a.name} = {v}")
+            raise error_for(r[0], _drv.cuFuncSetAttribute, f"{a.name} = {v}")
 
     @property
     def max_threads_per_block(self) -> int:
@@ -431,7 +426,7 @@ class Kernel(Handle, KernelCore):
                 if capture.ACTIVE:
                     capture.keep(sh, self)
                 if config is None:
-                    r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, 0, 0)
+                    r = _drv.cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, 0, 0)
                 else:
                     r = launch_ex(h, (gx, gy, gz), (bx, by, bz), shmem, sh, 0, config)
                 if r[0] is not SUCCESS:
@@ -447,7 +442,7 @@ class Kernel(Handle, KernelCore):
                 if capture.ACTIVE:
                     capture.keep(sh, self, args)
                 if config is None:
-                    r = _cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, scratch[3], 0)
+                    r = _drv.cuLaunchKernel(h, gx, gy, gz, bx, by, bz, shmem, sh, scratch[3], 0)
                 else:
                     g, b = (gx, gy, gz), (bx, by, bz)
                     r = launch_ex(h, g, b, shmem, sh, scratch[3], config)
@@ -522,7 +517,9 @@ class Kernel(Handle, KernelCore):
                 ": the kernel's context must be current and the stream must belong to it "
                 "(use `with module.context:`)"
             )
-        return error_for(code, _cuLaunchKernel if config is None else _cuLaunchKernelEx, detail)
+        return error_for(
+            code, _drv.cuLaunchKernel if config is None else _drv.cuLaunchKernelEx, detail
+        )
 
 
 class LaunchPlan(PlanCore):
@@ -596,7 +593,7 @@ class LaunchPlan(PlanCore):
         self._hold(packed.args)
         # The constant leading arguments bound once: a launch passes only the stream.
         if config is None:
-            self._call = functools.partial(_cuLaunchKernel, kernel._h, *grid, *block, shmem)
+            self._call = functools.partial(_drv.cuLaunchKernel, kernel._h, *grid, *block, shmem)
         else:
             self._call = functools.partial(
                 launch.plan_launch_ex, kernel._h, grid, block, shmem, config

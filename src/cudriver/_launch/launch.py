@@ -43,7 +43,6 @@ _A = _drv.CUlaunchAttributeID
 #: sizeof(CUlaunchAttribute): the id, padding to 8 bytes, a 64-byte value.
 _ATTR_BYTES = 72
 _R = _drv.CUresult
-_cuLaunchKernelEx = _drv.cuLaunchKernelEx
 
 # Per thread: the CUlaunchConfig last made for each (config, grid, block, shared memory),
 # at most this many (then the cache starts again).
@@ -412,7 +411,7 @@ def launch_ex(
             cache.clear()
         c = native_config(grid, block, shmem, stream_h, config)
         cache[key] = (config, c)
-    return _cuLaunchKernelEx(c, func, params, 0)
+    return _drv.cuLaunchKernelEx(c, func, params, 0)
 
 
 def launch_error_detail(code: Any, config: LaunchConfig | None) -> str:
@@ -443,10 +442,6 @@ def plan_launch_ex(
 
 
 # -- occupancy (the driver calls of Kernel's occupancy methods) --------------------------------
-_cuOccupancyMaxActiveBlocks = _drv.cuOccupancyMaxActiveBlocksPerMultiprocessor
-_cuOccupancyMaxPotentialBlockSize = _drv.cuOccupancyMaxPotentialBlockSize
-_cuOccupancyMaxPotentialClusterSize = _drv.cuOccupancyMaxPotentialClusterSize
-_cuOccupancyMaxActiveClusters = _drv.cuOccupancyMaxActiveClusters
 
 
 def _answer(fn: Callable[..., Any], *args: Any) -> Any:
@@ -458,12 +453,12 @@ def _answer(fn: Callable[..., Any], *args: Any) -> Any:
 
 def blocks_per_sm(func: Any, block_size: int, shmem: int) -> int:
     """``cuOccupancyMaxActiveBlocksPerMultiprocessor``."""
-    return int(_answer(_cuOccupancyMaxActiveBlocks, func, block_size, shmem))
+    return int(_answer(_drv.cuOccupancyMaxActiveBlocksPerMultiprocessor, func, block_size, shmem))
 
 
 def block_size(func: Any, shmem: int, limit: int) -> tuple[int, int]:
     """``cuOccupancyMaxPotentialBlockSize`` for a fixed dynamic shared memory size."""
-    grid, block = _answer(_cuOccupancyMaxPotentialBlockSize, func, None, shmem, limit)
+    grid, block = _answer(_drv.cuOccupancyMaxPotentialBlockSize, func, None, shmem, limit)
     return int(grid), int(block)
 
 
@@ -488,7 +483,7 @@ def block_size_for(
 def cluster_size(func: Any, block: tuple[int, int, int], shmem: int) -> int:
     """``cuOccupancyMaxPotentialClusterSize`` for blocks of ``block``."""
     cfg = native_config((1, 1, 1), block, shmem, None, None)
-    return int(_answer(_cuOccupancyMaxPotentialClusterSize, func, cfg))
+    return int(_answer(_drv.cuOccupancyMaxPotentialClusterSize, func, cfg))
 
 
 def active_clusters(
@@ -496,4 +491,4 @@ def active_clusters(
 ) -> int:
     """``cuOccupancyMaxActiveClusters`` for this launch with clusters of ``cluster``."""
     cfg = native_config(grid, block, shmem, None, LaunchConfig(cluster=cluster))
-    return int(_answer(_cuOccupancyMaxActiveClusters, func, cfg))
+    return int(_answer(_drv.cuOccupancyMaxActiveClusters, func, cfg))

@@ -29,9 +29,6 @@ from .linker import link
 __all__ = ["Module"]
 
 _R = _drv.CUresult
-_cuModuleLoadData = _drv.cuModuleLoadData
-_cuModuleGetFunction = _drv.cuModuleGetFunction
-_cuModuleGetGlobal = _drv.cuModuleGetGlobal
 _cuFuncGetName = getattr(_drv, "cuFuncGetName", None)
 
 _ELF_MAGIC = b"\x7fELF"
@@ -180,12 +177,12 @@ class Module(Handle):
         # A NUL-terminated copy: PTX must end with NUL; images ignore the extra byte.
         buf = ctypes.create_string_buffer(data)
         with ctx._scope():
-            r = _cuModuleLoadData(ctypes.addressof(buf))
+            r = _drv.cuModuleLoadData(ctypes.addressof(buf))
         if r[0] is not SUCCESS:
             detail = _load_detail(r[0], kind, path)
             if int(r[0]) in _BAD_IMAGE_CODES:
-                raise InvalidImageError(r[0], _cuModuleLoadData.__name__, detail)
-            raise error_for(r[0], _cuModuleLoadData, detail)
+                raise InvalidImageError(r[0], _drv.cuModuleLoadData.__name__, detail)
+            raise error_for(r[0], _drv.cuModuleLoadData, detail)
         ctx_h = ctx.handle
         self = cls.__new__(cls)
         self._context = ctx
@@ -319,11 +316,11 @@ class Module(Handle):
             return k
         if GUARD.armed:
             GUARD.check()
-        r = _cuModuleGetFunction(h, name.encode())
+        r = _drv.cuModuleGetFunction(h, name.encode())
         if r[0] is not SUCCESS:
             raise error_for(
                 r[0],
-                _cuModuleGetFunction,
+                _drv.cuModuleGetFunction,
                 f'no kernel named {name!r} in this module (C++ kernels need extern "C" '
                 "to keep their names)",
             )
@@ -353,9 +350,9 @@ class Module(Handle):
             raise TypeError(f"global name must be a str, not {type(name).__name__}")
         h = self.handle
         with self.context._scope():
-            r = _cuModuleGetGlobal(h, name.encode())
+            r = _drv.cuModuleGetGlobal(h, name.encode())
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuModuleGetGlobal, f"no global named {name!r}")
+            raise error_for(r[0], _drv.cuModuleGetGlobal, f"no global named {name!r}")
         return DeviceBuffer.from_handle(r[1], int(r[2]), self._lease(), context=self.context)
 
     def close(self) -> None:

@@ -18,9 +18,6 @@ from ..errors import GUARD, error_for
 __all__ = ["enter_context", "leave_context", "call_in_context"]
 
 # Unchecked: the current-context test runs on hot paths and in releases.
-_cuCtxGetCurrent = _drv.cuCtxGetCurrent
-_cuCtxPushCurrent = _drv.cuCtxPushCurrent
-_cuCtxPopCurrent = _drv.cuCtxPopCurrent
 
 
 def enter_context(ctx_h: Any, key: int) -> bool:
@@ -31,19 +28,19 @@ def enter_context(ctx_h: Any, key: int) -> bool:
     """
     if GUARD.armed:
         GUARD.check()
-    r = _cuCtxGetCurrent()
+    r = _drv.cuCtxGetCurrent()
     if r[0] is SUCCESS and r[1] is not None and int(r[1]) == key:
         return False
-    p = _cuCtxPushCurrent(ctx_h)
+    p = _drv.cuCtxPushCurrent(ctx_h)
     if p[0] is not SUCCESS:
-        raise error_for(p[0], _cuCtxPushCurrent)
+        raise error_for(p[0], _drv.cuCtxPushCurrent)
     return True
 
 
 def leave_context(pushed: bool) -> None:
     """Undo :func:`enter_context`: pop the context it pushed, if it pushed one."""
     if pushed:
-        _cuCtxPopCurrent()
+        _drv.cuCtxPopCurrent()
 
 
 def call_in_context(ctx_h: Any, fn: Callable[..., Any], *args: Any) -> Any:
@@ -52,13 +49,13 @@ def call_in_context(ctx_h: Any, fn: Callable[..., Any], *args: Any) -> Any:
     For releases: it raises nothing of its own; a failed push is returned as the
     push's status tuple.
     """
-    r = _cuCtxGetCurrent()
+    r = _drv.cuCtxGetCurrent()
     if r[0] is SUCCESS and r[1] is not None and int(r[1]) == int(ctx_h):
         return fn(*args)
-    p = _cuCtxPushCurrent(ctx_h)
+    p = _drv.cuCtxPushCurrent(ctx_h)
     if p[0] is not SUCCESS:
         return p
     try:
         return fn(*args)
     finally:
-        _cuCtxPopCurrent()
+        _drv.cuCtxPopCurrent()

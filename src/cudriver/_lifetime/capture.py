@@ -75,24 +75,12 @@ __all__ = [
     "relaxed",
 ]
 
-_cuStreamBeginCapture = _drv.cuStreamBeginCapture
-_cuStreamEndCapture = _drv.cuStreamEndCapture
-_cuGraphDestroy = _drv.cuGraphDestroy
 _ACTIVE_STATUS = _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
 _NOT_CAPTURING = _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 _R = _drv.CUresult
-_cuStreamCreate = _drv.cuStreamCreate
-_cuStreamSynchronize = _drv.cuStreamSynchronize
-_cuStreamWaitEvent = _drv.cuStreamWaitEvent
-_cuStreamIsCapturing = _drv.cuStreamIsCapturing
-_cuEventCreate = _drv.cuEventCreate
-_cuEventRecord = _drv.cuEventRecord
-_cuEventSynchronize = _drv.cuEventSynchronize
-_cuCtxGetCurrent = _drv.cuCtxGetCurrent
 _STREAM_NON_BLOCKING = int(_drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
 _EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 _RELAXED = _drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
-_cuThreadExchangeStreamCaptureMode = _drv.cuThreadExchangeStreamCaptureMode
 #: ``CU_STREAM_LEGACY``, independent of the per-thread-stream build.
 LEGACY = _drv.CUstream(1)
 _T = TypeVar("_T")
@@ -110,12 +98,12 @@ def relaxed(fn: Callable[[], _T]) -> _T:
     """
     if not GUARD.open:
         return fn()
-    r = _cuThreadExchangeStreamCaptureMode(_RELAXED)
+    r = _drv.cuThreadExchangeStreamCaptureMode(_RELAXED)
     try:
         return fn()
     finally:
         if r[0] is SUCCESS:
-            _cuThreadExchangeStreamCaptureMode(r[1])
+            _drv.cuThreadExchangeStreamCaptureMode(r[1])
 
 
 class CaptureSession:
@@ -355,9 +343,9 @@ def begin(
     # ran on the legacy stream before the capture began, or sees it (run_stream_less).
     with BEGIN_LOCK:
         if into is None:
-            r = _cuStreamBeginCapture(stream_h, cmode)
+            r = _drv.cuStreamBeginCapture(stream_h, cmode)
             if r[0] is not SUCCESS:
-                raise error_for(r[0], _cuStreamBeginCapture)
+                raise error_for(r[0], _drv.cuStreamBeginCapture)
         else:
             r = _bindings.begin_capture_to_graph(stream_h, into.handle, cmode)
             if r[0] is not SUCCESS:
@@ -390,12 +378,12 @@ def is_open(stream_h: Any, session: CaptureSession) -> bool:
 def _end_raw(stream_h: Any, session: CaptureSession | None) -> tuple[Any, Any, list[Any]]:
     if GUARD.armed:
         GUARD.check()
-    r = _cuStreamEndCapture(stream_h)
+    r = _drv.cuStreamEndCapture(stream_h)
     status = r[0]
     g = r[1] if len(r) > 1 else None
     if status is not SUCCESS and g is not None and int(g) != 0:
         if session is None or session.into is None:
-            _cuGraphDestroy(g)
+            _drv.cuGraphDestroy(g)
         g = None
     kept: list[Any] = []
     # A refused end (e.g. from another thread than the one that began a thread-local
@@ -415,7 +403,7 @@ def end(stream_h: Any, session: CaptureSession | None) -> tuple[Any, list[Any]]:
     violation = session.violation if session is not None else None
     status, g, kept = _end_raw(stream_h, session)
     if status is not SUCCESS:
-        raise error_for(status, _cuStreamEndCapture, _detail(int(status), violation))
+        raise error_for(status, _drv.cuStreamEndCapture, _detail(int(status), violation))
     return g, kept
 
 
@@ -427,7 +415,7 @@ def abort(stream_h: Any, session: CaptureSession | None) -> None:
     into = session is not None and session.into is not None
     status, g, _kept = _end_raw(stream_h, session)
     if status is SUCCESS and g is not None and int(g) != 0 and not into:
-        _cuGraphDestroy(g)
+        _drv.cuGraphDestroy(g)
 
 
 def end_on(stream: Any) -> tuple[Any, list[Any]]:
@@ -523,9 +511,9 @@ _LEGACY_DONE: dict[int, Any] = {}
 
 
 def _event() -> Any:
-    e = _cuEventCreate(_EVENT_NO_TIMING)
+    e = _drv.cuEventCreate(_EVENT_NO_TIMING)
     if e[0] is not SUCCESS:
-        raise error_for(e[0], _cuEventCreate)
+        raise error_for(e[0], _drv.cuEventCreate)
     return e[1]
 
 
@@ -534,9 +522,9 @@ def _standin(ctx_key: int) -> tuple[Any, Any, Any]:
     found = _STANDIN.get(ctx_key)
     if found is not None:
         return found
-    r = _cuStreamCreate(_STREAM_NON_BLOCKING)
+    r = _drv.cuStreamCreate(_STREAM_NON_BLOCKING)
     if r[0] is not SUCCESS:
-        raise error_for(r[0], _cuStreamCreate)
+        raise error_for(r[0], _drv.cuStreamCreate)
     found = (r[1], _event(), _event())
     _STANDIN[ctx_key] = found
     return found
@@ -556,15 +544,15 @@ def _order_after_blocking(q: Any, order: Any, ctx_key: int, pinned: list[Any]) -
         sh = st.handle
         if sh is None:
             continue
-        r = _cuStreamIsCapturing(sh)
+        r = _drv.cuStreamIsCapturing(sh)
         if r[0] is not SUCCESS or r[1] != _NOT_CAPTURING:
             continue  # its captured work does not run now; pre-capture work: see docs
-        r = _cuEventRecord(order, sh)
+        r = _drv.cuEventRecord(order, sh)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuEventRecord)
-        r = _cuStreamWaitEvent(q, order, 0)
+            raise error_for(r[0], _drv.cuEventRecord)
+        r = _drv.cuStreamWaitEvent(q, order, 0)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuStreamWaitEvent)
+            raise error_for(r[0], _drv.cuStreamWaitEvent)
 
 
 def run_stream_less(
@@ -582,9 +570,9 @@ def run_stream_less(
     pinned: list[Any] = []
     try:
         if ctx_key is None:
-            c = _cuCtxGetCurrent()
+            c = _drv.cuCtxGetCurrent()
             if c[0] is not SUCCESS:
-                raise error_for(c[0], _cuCtxGetCurrent)
+                raise error_for(c[0], _drv.cuCtxGetCurrent)
             ctx_key = int(c[1])
         with BEGIN_LOCK:
             if ACTIVE:
@@ -603,14 +591,14 @@ def run_stream_less(
             # capture or making another stream-less operation meanwhile is not held
             # up, and an event recorded before a capture began stays waitable (a
             # legacy-stream synchronize would be refused once one has).
-            r = _cuEventRecord(done, q)
+            r = _drv.cuEventRecord(done, q)
             if r[0] is not SUCCESS:
-                raise error_for(r[0], _cuEventRecord)
+                raise error_for(r[0], _drv.cuEventRecord)
         # RELAXED while a capture is open: a thread that captures (THREAD_LOCAL, GLOBAL)
         # may wait for this work, which is not captured, without breaking its capture.
-        r = relaxed(functools.partial(_cuEventSynchronize, done))
+        r = relaxed(functools.partial(_drv.cuEventSynchronize, done))
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuEventSynchronize)
+            raise error_for(r[0], _drv.cuEventSynchronize)
     finally:
         for st in pinned:
             unpin(st)

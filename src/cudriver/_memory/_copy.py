@@ -31,8 +31,9 @@ from .._lifetime._coerce import (
     shape_arg,
     stream_handle,
 )
+from .._runtime import _calls
 from .._runtime._bindings import SUCCESS
-from ..errors import ClosedError, StreamCaptureError, checked, error_for
+from ..errors import ClosedError, StreamCaptureError, error_for
 
 _B = TypeVar("_B")
 
@@ -52,11 +53,6 @@ __all__ = [
 
 _EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 _CAPTURE_NONE = _drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
-_cuStreamIsCapturing = checked(_drv.cuStreamIsCapturing)
-_cuEventCreate = checked(_drv.cuEventCreate)
-_cuEventRecord = checked(_drv.cuEventRecord)
-_cuStreamWaitEvent = checked(_drv.cuStreamWaitEvent)
-_cuStreamSynchronize = _drv.cuStreamSynchronize
 
 
 @runtime_checkable
@@ -293,12 +289,12 @@ def order_after(queue: Any, other: int) -> None:
     """
     if other == int(queue) or (other in (0, 1) and int(queue) in (0, 1)):
         return
-    if _cuStreamIsCapturing(queue) != _CAPTURE_NONE:
+    if _calls.cuStreamIsCapturing(queue) != _CAPTURE_NONE:
         return
-    ev = _cuEventCreate(_EVENT_NO_TIMING)
+    ev = _calls.cuEventCreate(_EVENT_NO_TIMING)
     try:
-        _cuEventRecord(ev, _drv.CUstream(other))
-        _cuStreamWaitEvent(queue, ev, 0)
+        _calls.cuEventRecord(ev, _drv.CUstream(other))
+        _calls.cuStreamWaitEvent(queue, ev, 0)
     finally:
         _drv.cuEventDestroy(ev)
 
@@ -335,7 +331,7 @@ def refuse_capturing(q: Any, refused: Callable[..., Any], why: str) -> None:
     For calls that a capture cannot hold and whose refusal by the driver would break
     it: they are refused here first (``cuStreamIsCapturing``), and the capture goes on.
     """
-    if _cuStreamIsCapturing(q) != _CAPTURE_NONE:
+    if _calls.cuStreamIsCapturing(q) != _CAPTURE_NONE:
         raise StreamCaptureError(
             _drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, refused.__name__, why
         )
@@ -364,7 +360,7 @@ def enqueue(
         if st is not None:
             if st._h is None:
                 raise ClosedError("the stream of this stream-ordered DeviceBuffer is closed")
-            refuse_capturing(buf._sync_h, _cuStreamSynchronize, _SYNC_IN_CAPTURE)
+            refuse_capturing(buf._sync_h, _drv.cuStreamSynchronize, _SYNC_IN_CAPTURE)
         sh, q = None, buf._sync_h
     else:
         sh = q = stream_handle(stream)
@@ -383,9 +379,9 @@ def enqueue(
         if r[0] is not SUCCESS:
             raise error_for(r[0], fn)
         if sh is None:
-            r = _cuStreamSynchronize(q)
+            r = _drv.cuStreamSynchronize(q)
             if r[0] is not SUCCESS:
-                raise error_for(r[0], _cuStreamSynchronize)
+                raise error_for(r[0], _drv.cuStreamSynchronize)
         else:
             buf._note_use(q)
             if isinstance(keep, DeviceMemory):

@@ -44,7 +44,8 @@ from cuda.bindings import driver as _drv
 from .._context.device import Context, Device, enter_context, kept_primary, leave_context
 from .._lifetime import _hostfn
 from .._lifetime._coerce import U64_LIMIT, DeviceMemory, Memory, StreamLike, stream_handle
-from ..errors import DriverNotFoundError, checked
+from .._runtime import _calls
+from ..errors import DriverNotFoundError
 from ._copy import order_after
 
 __all__ = [
@@ -190,7 +191,6 @@ _USED_LEGACY_NAME = b"used_dltensor"
 _USED_VERSIONED_NAME = b"used_dltensor_versioned"
 
 _DELETER_T = ctypes.CFUNCTYPE(None, _P)
-_cuDevicePrimaryCtxGetState = checked(_drv.cuDevicePrimaryCtxGetState)
 
 
 # -- the registry of live exports -----------------------------------------------------------
@@ -603,7 +603,7 @@ def _context_for(ordinal: int) -> Context | None:
     """The device's primary context if it is already active (nothing initialised), else None."""
     try:
         dev = Device(ordinal)
-        _flags, active = _cuDevicePrimaryCtxGetState(dev.handle)
+        _flags, active = _calls.cuDevicePrimaryCtxGetState(dev.handle)
     except DriverNotFoundError:  # nothing to ask: from_handle looks it up on first use
         return None
     return kept_primary(dev) if active else None

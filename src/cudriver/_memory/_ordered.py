@@ -23,12 +23,6 @@ __all__ = ["LEGACY", "order_free", "free_async_now", "free_async", "FreeAsync"]
 #: ``CU_STREAM_LEGACY``, independent of the per-thread-stream build.
 LEGACY = _drv.CUstream(1)
 
-_cuMemFreeAsync = _drv.cuMemFreeAsync
-_cuCtxSynchronize = _drv.cuCtxSynchronize
-_cuEventCreate = _drv.cuEventCreate
-_cuEventRecord = _drv.cuEventRecord
-_cuEventDestroy = _drv.cuEventDestroy
-_cuStreamWaitEvent = _drv.cuStreamWaitEvent
 _EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 
 
@@ -42,17 +36,17 @@ def order_free(sh: Any, used_on: set[int]) -> bool:
     for key in used_on:
         if key == own:
             continue
-        r = _cuEventCreate(_EVENT_NO_TIMING)
+        r = _drv.cuEventCreate(_EVENT_NO_TIMING)
         if r[0] is not SUCCESS:
             return False
         ev = r[1]
         try:
-            if _cuEventRecord(ev, _drv.CUstream(key))[0] is not SUCCESS:
+            if _drv.cuEventRecord(ev, _drv.CUstream(key))[0] is not SUCCESS:
                 return False
-            if _cuStreamWaitEvent(sh, ev, 0)[0] is not SUCCESS:
+            if _drv.cuStreamWaitEvent(sh, ev, 0)[0] is not SUCCESS:
                 return False
         finally:
-            _cuEventDestroy(ev)
+            _drv.cuEventDestroy(ev)
     return True
 
 
@@ -64,13 +58,13 @@ def free_async_now(stream: Stream, used_on: set[int], dptr: Any) -> Any:
     if sh is None:
         sh = stream._state.handle
     if sh is not None and (not used_on or order_free(sh, used_on)):
-        return _cuMemFreeAsync(dptr, sh)
+        return _drv.cuMemFreeAsync(dptr, sh)
     # Work on another stream that used the memory could not be ordered before the
     # free (that stream is gone): wait for the whole context, then free.
-    r = _cuCtxSynchronize()
+    r = _drv.cuCtxSynchronize()
     if r[0] is not SUCCESS:
         return r
-    return _cuMemFreeAsync(dptr, LEGACY if sh is None else sh)
+    return _drv.cuMemFreeAsync(dptr, LEGACY if sh is None else sh)
 
 
 class FreeAsync:

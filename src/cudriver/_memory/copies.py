@@ -35,9 +35,6 @@ from .memory import DeviceBuffer
 
 __all__ = ["copy_2d", "copy_3d", "memset_2d", "copy_peer"]
 
-_cuMemcpy2DAsync = _drv.cuMemcpy2DAsync
-_cuMemcpy3DAsync = _drv.cuMemcpy3DAsync
-_cuMemcpyPeerAsync = _drv.cuMemcpyPeerAsync
 _MEMSET_2D = {1: _drv.cuMemsetD2D8Async, 2: _drv.cuMemsetD2D16Async, 4: _drv.cuMemsetD2D32Async}
 
 
@@ -122,7 +119,7 @@ def copy_2d(
     memory_side(p, "dst", d[0], d[1], d[3])
     p.srcPitch, p.dstPitch = sp, dp
     p.WidthInBytes, p.Height = w, h
-    _run(stream, (dst, src), _cuMemcpy2DAsync, p, ops=(d, s))
+    _run(stream, (dst, src), _drv.cuMemcpy2DAsync, p, ops=(d, s))
 
 
 def copy_3d(
@@ -163,7 +160,7 @@ def copy_3d(
     p.srcPitch, p.dstPitch = sp, dp
     p.srcHeight, p.dstHeight = sh, dh
     p.WidthInBytes, p.Height, p.Depth = w, h, z
-    _run(stream, (dst, src), _cuMemcpy3DAsync, p, ops=(d, s))
+    _run(stream, (dst, src), _drv.cuMemcpy3DAsync, p, ops=(d, s))
 
 
 def _width_bytes(func: str, width_bytes: Any, width: Any) -> int:
@@ -236,4 +233,4 @@ def copy_peer(
         )
     dctx, sctx = dst.context, src.context
     args = (dst.handle, dctx.handle, src.handle, sctx.handle, n)
-    _run(stream, (dst, src, dctx, sctx), _cuMemcpyPeerAsync, *args)
+    _run(stream, (dst, src, dctx, sctx), _drv.cuMemcpyPeerAsync, *args)

@@ -34,7 +34,7 @@ from .._context.device import (
 )
 from .._lifetime._coerce import StreamLike, enum_arg, nbytes_arg, stream_handle, typed_shape
 from .._lifetime._pins import pinned
-from .._runtime import _bindings
+from .._runtime import _bindings, _calls
 from .._runtime._bindings import DEVICE_CPU, SUCCESS
 from .._runtime._enums import DeviceAttribute, MemAdvise, MemAttach
 from ..errors import NotSupportedError, checked, error_for
@@ -47,12 +47,9 @@ _U8 = np.dtype(np.uint8)
 _HOST: Literal["host"] = "host"
 _NOT_SUPPORTED = _drv.CUresult.CUDA_ERROR_NOT_SUPPORTED
 
-_cuMemAllocManaged = _drv.cuMemAllocManaged
-_cuMemFree = _drv.cuMemFree
 _cuMemPrefetchAsync = checked(_bindings.mem_prefetch, name="cuMemPrefetchAsync")
 _cuMemAdvise = checked(_bindings.mem_advise, name="cuMemAdvise")
 _cuMemRangeGetLocation = checked(_bindings.mem_range_location, name="cuMemRangeGetAttribute")
-_cuMemRangeGetAttribute = checked(_drv.cuMemRangeGetAttribute)
 
 _RANGE_READ_MOSTLY = _drv.CUmem_range_attribute.CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY
 _RANGE_ACCESSED_BY = _drv.CUmem_range_attribute.CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY
@@ -205,20 +202,20 @@ class ManagedBuffer(DeviceBuffer):
         if not dev.attribute(DeviceAttribute.MANAGED_MEMORY):
             raise NotSupportedError(
                 _NOT_SUPPORTED,
-                _cuMemAllocManaged.__name__,
+                _drv.cuMemAllocManaged.__name__,
                 f"device {dev.ordinal} has no managed memory (DeviceAttribute.MANAGED_MEMORY is 0)",
             )
         pushed = enter_context(ctx._closed_check(), ctx._key)
         try:
-            r = _cuMemAllocManaged(n, flags)
+            r = _drv.cuMemAllocManaged(n, flags)
         finally:
             leave_context(pushed)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuMemAllocManaged)
+            raise error_for(r[0], _drv.cuMemAllocManaged)
         self._set_fields(n, ctx, None, None, None, None, 0)
         self._init_handle(
             r[1],
-            release=functools.partial(call_in_context, ctx.handle, _cuMemFree),
+            release=functools.partial(call_in_context, ctx.handle, _drv.cuMemFree),
             func="cuMemFree",
             keep=(ctx,),
         )
@@ -447,7 +444,7 @@ class ManagedBuffer(DeviceBuffer):
         does not synchronise.
         """
         with self.context._scope():
-            v = _cuMemRangeGetAttribute(4, _RANGE_READ_MOSTLY, self.handle, self._nbytes)
+            v = _calls.cuMemRangeGetAttribute(4, _RANGE_READ_MOSTLY, self.handle, self._nbytes)
         return bool(v)
 
     @property
@@ -491,7 +488,9 @@ class ManagedBuffer(DeviceBuffer):
         """
         slots = Device.count() + 1
         with self.context._scope():
-            ids = _cuMemRangeGetAttribute(4 * slots, _RANGE_ACCESSED_BY, self.handle, self._nbytes)
+            ids = _calls.cuMemRangeGetAttribute(
+                4 * slots, _RANGE_ACCESSED_BY, self.handle, self._nbytes
+            )
         out: list[Device | Literal["host"]] = []
         for i in ids:
             loc = _location_value(int(i))  # None for the unused entries (DEVICE_INVALID)

@@ -58,15 +58,6 @@ _T = TypeVar("_T")
 _U8 = np.dtype(np.uint8)
 _PTR_ATTR_CONTEXT = _drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_CONTEXT
 
-_cuMemAlloc = _drv.cuMemAlloc
-_cuMemAllocAsync = _drv.cuMemAllocAsync
-_cuMemAllocFromPoolAsync = _drv.cuMemAllocFromPoolAsync
-_cuMemFree = _drv.cuMemFree
-_cuMemFreeAsync = _drv.cuMemFreeAsync
-_cuMemcpyHtoDAsync = _drv.cuMemcpyHtoDAsync
-_cuMemcpyDtoHAsync = _drv.cuMemcpyDtoHAsync
-_cuMemcpyDtoDAsync = _drv.cuMemcpyDtoDAsync
-_cuPointerGetAttribute = _drv.cuPointerGetAttribute
 _MEMSET = {1: _drv.cuMemsetD8Async, 2: _drv.cuMemsetD16Async, 4: _drv.cuMemsetD32Async}
 
 
@@ -171,16 +162,16 @@ class DeviceBuffer(DeviceMemory, BufferCore):
                 pushed = enter_context(ctx._closed_check(), ctx._key)
             try:  # the pinned states' handles: a close() since then clears ``_h`` only
                 if st is None:
-                    r = _cuMemAlloc(n)
+                    r = _drv.cuMemAlloc(n)
                 elif pool is None:
-                    r = _cuMemAllocAsync(n, st._state.handle)
+                    r = _drv.cuMemAllocAsync(n, st._state.handle)
                 else:
-                    r = _cuMemAllocFromPoolAsync(n, pool._state.handle, st._state.handle)
+                    r = _drv.cuMemAllocFromPoolAsync(n, pool._state.handle, st._state.handle)
             finally:
                 leave_context(pushed)
             if r[0] is not SUCCESS:
-                fn = _cuMemAlloc if st is None else _cuMemAllocAsync
-                raise error_for(r[0], fn if pool is None else _cuMemAllocFromPoolAsync)
+                fn = _drv.cuMemAlloc if st is None else _drv.cuMemAllocAsync
+                raise error_for(r[0], fn if pool is None else _drv.cuMemAllocFromPoolAsync)
             if pool is not None and st is not None:
                 pool._note_stream(st._state)  # its release waits for the frees made there
             if st is not None and capture.ACTIVE:
@@ -191,7 +182,7 @@ class DeviceBuffer(DeviceMemory, BufferCore):
             if st is None:
                 self._init_handle(
                     r[1],
-                    release=functools.partial(call_in_context, ctx_h, _cuMemFree),
+                    release=functools.partial(call_in_context, ctx_h, _drv.cuMemFree),
                     func="cuMemFree",
                     keep=(ctx,),
                 )
@@ -364,7 +355,7 @@ class DeviceBuffer(DeviceMemory, BufferCore):
     @_pins.pinned
     def _resolve_context(self) -> Context:
         init()
-        r = _cuPointerGetAttribute(_PTR_ATTR_CONTEXT, self.handle)
+        r = _drv.cuPointerGetAttribute(_PTR_ATTR_CONTEXT, self.handle)
         if r[0] is SUCCESS and r[1] is not None and int(r[1]) != 0:
             ctx = Context.from_handle(r[1])
         else:  # e.g. memory from a pool reports no context
@@ -504,7 +495,7 @@ class DeviceBuffer(DeviceMemory, BufferCore):
         """
         dst = self._closed_check()
         on_dev, addr, n, keep, other = self._operand(src, "src")
-        copy = _cuMemcpyDtoDAsync if on_dev else _cuMemcpyHtoDAsync
+        copy = _drv.cuMemcpyDtoDAsync if on_dev else _drv.cuMemcpyHtoDAsync
         self._enqueue(stream, other, keep, copy, dst, addr, n)
 
     def _operand(self, x: Any, role: str) -> tuple[bool, int, int, Any, int | None]:
@@ -561,7 +552,7 @@ class DeviceBuffer(DeviceMemory, BufferCore):
         src = self._closed_check()
         result: Any = np.empty(self.shape, dtype=self.dtype) if out is None else out
         on_dev, addr, n, keep, other = self._operand(result, "out")
-        copy = _cuMemcpyDtoDAsync if on_dev else _cuMemcpyDtoHAsync
+        copy = _drv.cuMemcpyDtoDAsync if on_dev else _drv.cuMemcpyDtoHAsync
         self._enqueue(stream, other, keep, copy, addr, src, n)
         return result
 

@@ -13,7 +13,7 @@ from cuda.bindings import driver as _drv
 from .._context.device import Context, Device, call_in_context, context_arg, current_or_default
 from .._lifetime import _release
 from .._lifetime._coerce import HostMemory, bool_arg, nbytes_arg, typed_shape
-from ..errors import checked
+from .._runtime import _calls
 from . import _dlpack
 from ._copy import HostBytes
 from .memory import DeviceBuffer
@@ -24,8 +24,6 @@ _U8 = np.dtype(np.uint8)
 _HOSTALLOC_PORTABLE = int(_drv.CU_MEMHOSTALLOC_PORTABLE)
 _HOSTALLOC_DEVICEMAP = int(_drv.CU_MEMHOSTALLOC_DEVICEMAP)
 _HOSTALLOC_WRITECOMBINED = int(_drv.CU_MEMHOSTALLOC_WRITECOMBINED)
-_cuMemHostAlloc = checked(_drv.cuMemHostAlloc)
-_cuMemHostGetDevicePointer = checked(_drv.cuMemHostGetDevicePointer)
 
 
 class PinnedBuffer(HostMemory):
@@ -95,7 +93,7 @@ class PinnedBuffer(HostMemory):
         if ctx is None:
             ctx = current_or_default()
         with ctx._scope():
-            ptr = _cuMemHostAlloc(n, flags)
+            ptr = _calls.cuMemHostAlloc(n, flags)
         self._context = ctx
         self._nbytes = n
         self._flags = flags
@@ -151,7 +149,7 @@ class PinnedBuffer(HostMemory):
         dp = self._device_ptr
         if dp is None:
             with self._context._scope():
-                dp = self._device_ptr = int(_cuMemHostGetDevicePointer(self._key, 0))
+                dp = self._device_ptr = int(_calls.cuMemHostGetDevicePointer(self._key, 0))
         return dp
 
     def _holder(self) -> HostBytes:

@@ -40,27 +40,14 @@ from .._lifetime._coerce import (
 from .._lifetime._handle import link, queue_if_free, unlink
 from .._lifetime._pins import pinned
 from .._lifetime._release import _warn
+from .._runtime import _calls
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import MemAccess
-from ..errors import checked, error_for
+from ..errors import error_for
 from .memory import DeviceBuffer
 
 __all__ = ["MemoryPool", "KEEP_ALL"]
 
-_cuMemPoolCreate = checked(_drv.cuMemPoolCreate)
-_cuMemPoolGetAttribute = checked(_drv.cuMemPoolGetAttribute)
-_cuMemPoolSetAttribute = checked(_drv.cuMemPoolSetAttribute)
-_cuMemPoolTrimTo = checked(_drv.cuMemPoolTrimTo)
-_cuMemPoolSetAccess = checked(_drv.cuMemPoolSetAccess)
-_cuMemPoolGetAccess = checked(_drv.cuMemPoolGetAccess)
-_cuDeviceGetDefaultMemPool = checked(_drv.cuDeviceGetDefaultMemPool)
-_cuDeviceGetMemPool = checked(_drv.cuDeviceGetMemPool)
-_cuMemPoolExportToShareableHandle = checked(_drv.cuMemPoolExportToShareableHandle)
-_cuMemPoolImportFromShareableHandle = checked(_drv.cuMemPoolImportFromShareableHandle)
-_cuMemPoolImportPointer = checked(_drv.cuMemPoolImportPointer)
-_cuMemPoolDestroy = _drv.cuMemPoolDestroy
-_cuStreamSynchronize = _drv.cuStreamSynchronize
-_cuStreamQuery = _drv.cuStreamQuery
 _A = _drv.CUmemPool_attribute
 _EXPORT_BYTES = 64  # sizeof(CUmemPoolPtrExportData)
 _FD = _drv.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
@@ -118,7 +105,7 @@ class _Destroy:
         me = self.state
         for k, st in list(self.streams.items()):
             h = st.handle
-            if h is None or not st.closing or _cuStreamQuery(h)[0] is not SUCCESS:
+            if h is None or not st.closing or _drv.cuStreamQuery(h)[0] is not SUCCESS:
                 continue
             del self.streams[k]
             unlink(me, st)
@@ -129,7 +116,7 @@ class _Destroy:
             _settle(st)
         self.streams.clear()
         self.last = self.state = None
-        return _cuMemPoolDestroy(handle)
+        return _drv.cuMemPoolDestroy(handle)
 
 
 def _settle(st: Any) -> None:
@@ -140,9 +127,9 @@ def _settle(st: Any) -> None:
     h = st.handle
     if h is None:
         return
-    r = _cuStreamSynchronize(h)
+    r = _drv.cuStreamSynchronize(h)
     if r[0] is not SUCCESS:
-        _warn(f"waiting for a pool's frees failed: {error_for(r[0], _cuStreamSynchronize)}")
+        _warn(f"waiting for a pool's frees failed: {error_for(r[0], _drv.cuStreamSynchronize)}")
 
 
 def _device_of(device: Any) -> Device:
@@ -224,7 +211,7 @@ class MemoryPool(PoolBase):
         props.maxSize = size
         ctx = _kept(dev)
         with ctx._scope():
-            h = _cuMemPoolCreate(props)
+            h = _calls.cuMemPoolCreate(props)
         self._setup(h, dev, ipc, home=ctx)
         if threshold:
             self.release_threshold = threshold
@@ -262,7 +249,7 @@ class MemoryPool(PoolBase):
         changing them affects every user of the default pool in the process.
         """
         dev = _device_of(device)
-        return cls._borrowed(_cuDeviceGetDefaultMemPool(dev.handle), dev)
+        return cls._borrowed(_calls.cuDeviceGetDefaultMemPool(dev.handle), dev)
 
     @classmethod
     def current(cls, device: Device | int | None = None) -> MemoryPool:
@@ -271,7 +258,7 @@ class MemoryPool(PoolBase):
         ``DeviceBuffer(n, stream=s)`` without ``pool=`` allocates from it.
         """
         dev = _device_of(device)
-        return cls._borrowed(_cuDeviceGetMemPool(dev.handle), dev)
+        return cls._borrowed(_calls.cuDeviceGetMemPool(dev.handle), dev)
 
     @classmethod
     def from_handle(cls, handle: Any, owner: Any = None, *, device: Device | int = 0) -> MemoryPool:
@@ -292,7 +279,7 @@ class MemoryPool(PoolBase):
 
     # -- attributes ---------------------------------------------------------------------
     def _get(self, attr: Any) -> int:
-        return int(_cuMemPoolGetAttribute(self.handle, attr))
+        return int(_calls.cuMemPoolGetAttribute(self.handle, attr))
 
     @property
     @pinned
@@ -308,7 +295,7 @@ class MemoryPool(PoolBase):
     @pinned
     def release_threshold(self, value: int) -> None:
         v = uint_arg(value, "release_threshold")
-        _cuMemPoolSetAttribute(
+        _calls.cuMemPoolSetAttribute(
             self.handle, _A.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, _drv.cuuint64_t(v)
         )
 
@@ -340,8 +327,8 @@ class MemoryPool(PoolBase):
     def reset_high_watermarks(self) -> None:
         """Reset :attr:`reserved_high` and :attr:`used_high` to the current values."""
         zero = _drv.cuuint64_t(0)
-        _cuMemPoolSetAttribute(self.handle, _A.CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, zero)
-        _cuMemPoolSetAttribute(self.handle, _A.CU_MEMPOOL_ATTR_USED_MEM_HIGH, zero)
+        _calls.cuMemPoolSetAttribute(self.handle, _A.CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, zero)
+        _calls.cuMemPoolSetAttribute(self.handle, _A.CU_MEMPOOL_ATTR_USED_MEM_HIGH, zero)
 
     @pinned
     def trim(self, keep: int = 0) -> None:
@@ -349,7 +336,7 @@ class MemoryPool(PoolBase):
 
         Calls ``cuMemPoolTrimTo``; memory of allocations not yet freed stays.
         """
-        _cuMemPoolTrimTo(self.handle, uint_arg(keep, "keep"))
+        _calls.cuMemPoolTrimTo(self.handle, uint_arg(keep, "keep"))
 
     # -- access from other devices ------------------------------------------------------
     @pinned
@@ -387,13 +374,13 @@ class MemoryPool(PoolBase):
         desc = _drv.CUmemAccessDesc()
         desc.location = _location(dev)
         desc.flags = _drv.CUmemAccess_flags(int(flags))
-        _cuMemPoolSetAccess(self.handle, [desc], 1)
+        _calls.cuMemPoolSetAccess(self.handle, [desc], 1)
 
     @pinned
     def access(self, device: Device | int) -> MemAccess:
         """How ``device`` may use the pool's memory (``cuMemPoolGetAccess``)."""
         dev = _device_of(device)
-        return MemAccess(int(_cuMemPoolGetAccess(self.handle, _location(dev))))
+        return MemAccess(int(_calls.cuMemPoolGetAccess(self.handle, _location(dev))))
 
     # -- allocating -------------------------------------------------------------------------
     def allocate(self, nbytes: int, *, stream: StreamLike) -> DeviceBuffer:
@@ -430,7 +417,7 @@ class MemoryPool(PoolBase):
         """
         if not self._ipc:
             raise ValueError("this pool was not made with ipc=True: it cannot be exported")
-        return int(_cuMemPoolExportToShareableHandle(self.handle, _FD, 0))
+        return int(_calls.cuMemPoolExportToShareableHandle(self.handle, _FD, 0))
 
     @classmethod
     def import_handle(cls, fd: int, device: Device | int | None = None) -> MemoryPool:
@@ -458,7 +445,7 @@ class MemoryPool(PoolBase):
         dev = _device_of(device)
         ctx = _kept(dev)
         with ctx._scope():
-            h = _cuMemPoolImportFromShareableHandle(fd, _FD, 0)
+            h = _calls.cuMemPoolImportFromShareableHandle(fd, _FD, 0)
         self = cls.__new__(cls)
         self._setup(h, dev, True, home=ctx, imported=True)
         return self
@@ -503,7 +490,7 @@ class MemoryPool(PoolBase):
         ctypes.memmove(share.getPtr(), bytes(data), _EXPORT_BYTES)
         ctx = _kept(self._device)
         with ctx._scope():
-            ptr = _cuMemPoolImportPointer(self.handle, share)
+            ptr = _calls.cuMemPoolImportPointer(self.handle, share)
         buf = cls.__new__(cls)
         buf._set_fields(n, ctx, None, None, None, None, 0)
         buf._init_handle(

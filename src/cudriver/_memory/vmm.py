@@ -63,9 +63,6 @@ from .pool import _access_arg, _device_of, _kept, _location
 __all__ = ["VirtualBuffer"]
 
 _MINIMUM = _drv.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM
-_cuCtxSynchronize = _drv.cuCtxSynchronize
-_cuMemcpyDtoHAsync = _drv.cuMemcpyDtoHAsync
-_cuMemcpyHtoDAsync = _drv.cuMemcpyHtoDAsync
 
 
 def _not_available(name: str, hint: str) -> Any:
@@ -403,10 +400,10 @@ class VirtualBuffer(DeviceBuffer):
                 calls_done(self._state, views)
                 r = wait(sp.waits)
                 if r is not None:
-                    raise error_for(r[0], _cuCtxSynchronize)
+                    raise error_for(r[0], _drv.cuCtxSynchronize)
                 if n and buf is not None:
                     dptr = self._state.handle
-                    enqueue(self, None, None, buf, _cuMemcpyDtoHAsync, (buf._key, dptr, n))
+                    enqueue(self, None, None, buf, _drv.cuMemcpyDtoHAsync, (buf._key, dptr, n))
             except BaseException:
                 with sp.gate:
                     self._h = self._state.handle
@@ -461,7 +458,12 @@ class VirtualBuffer(DeviceBuffer):
             host = sp.host
             if n and host is not None:
                 enqueue(
-                    self, None, None, host, _cuMemcpyHtoDAsync, (self._state.handle, host._key, n)
+                    self,
+                    None,
+                    None,
+                    host,
+                    _drv.cuMemcpyHtoDAsync,
+                    (self._state.handle, host._key, n),
                 )
         except BaseException:
             self._vm.unmap_last(len(sp.chunks), waited=False)

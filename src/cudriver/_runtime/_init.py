@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from cuda.bindings import driver as _drv
-
-from ..errors import GUARD, checked
+from ..errors import GUARD
+from . import _calls
 
 __all__ = ["init", "driver_version", "is_initialized"]
-
-_cuDriverGetVersion = checked(_drv.cuDriverGetVersion)
 
 
 def init() -> None:
@@ -44,5 +41,5 @@ def driver_version() -> tuple[int, int]:
     DriverNotFoundError
         No NVIDIA driver library can be loaded.
     """
-    v = int(_cuDriverGetVersion())
+    v = int(_calls.cuDriverGetVersion())
     return v // 1000, (v % 1000) // 10

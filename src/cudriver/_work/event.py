@@ -21,21 +21,15 @@ from .._lifetime._coerce import (
 )
 from .._lifetime._handle import Handle
 from .._lifetime._pins import call_pinned, call_pinned2, pin2, pinned, query_result, unpin2
-from .._runtime import _bindings
+from .._runtime import _bindings, _calls
 from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, checked, error_for
 from ._core import EventCore
 
 __all__ = ["Event"]
 
-_cuEventRecord = _drv.cuEventRecord
-_cuEventQuery = _drv.cuEventQuery
-_cuEventSynchronize = _drv.cuEventSynchronize
 _F = _drv.CUevent_flags
-_cuEventCreate = checked(_drv.cuEventCreate)
 _cuEventElapsedTime = checked(_bindings.event_elapsed_time, name="cuEventElapsedTime")
-_cuIpcGetEventHandle = checked(_drv.cuIpcGetEventHandle)
-_cuIpcOpenEventHandle = checked(_drv.cuIpcOpenEventHandle)
 
 
 class Event(Handle, EventCore, aio.Awaitable):
@@ -88,7 +82,7 @@ class Event(Handle, EventCore, aio.Awaitable):
             flags |= int(_F.CU_EVENT_INTERPROCESS)
         ctx = context_arg(context) or current_or_default()
         with ctx._scope():
-            h = _cuEventCreate(flags)
+            h = _calls.cuEventCreate(flags)
         self._context = ctx
         self._timing = timing
         self._flags = flags
@@ -121,9 +115,9 @@ class Event(Handle, EventCore, aio.Awaitable):
     def _record_slow(self, stream: StreamLike) -> Event:
         """The slow path of :meth:`Event.record` (what the compiled body leaves)."""
         if isinstance(stream, StreamBase):  # the common case, in one call
-            r = call_pinned2(self, stream, _cuEventRecord)
+            r = call_pinned2(self, stream, _drv.cuEventRecord)
             if r[0] is not SUCCESS:
-                raise error_for(r[0], _cuEventRecord)
+                raise error_for(r[0], _drv.cuEventRecord)
             self._recorded_on = stream._key or 1
             return self
         if GUARD.armed:
@@ -132,23 +126,23 @@ class Event(Handle, EventCore, aio.Awaitable):
         pins = pin2(self, stream)
         try:
             sh = stream_handle(stream)
-            r = _cuEventRecord(self._state.handle, sh)
+            r = _drv.cuEventRecord(self._state.handle, sh)
         finally:
             unpin2(*pins)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuEventRecord)
+            raise error_for(r[0], _drv.cuEventRecord)
         self._recorded_on = int(sh) or 1  # NULL: the legacy stream, as _hostfn keys it
         return self
 
     def _query_slow(self) -> bool:
         """The slow path of :meth:`Event.query` (what the compiled body leaves)."""
-        return query_result(call_pinned(self, _cuEventQuery), _cuEventQuery)
+        return query_result(call_pinned(self, _drv.cuEventQuery), _drv.cuEventQuery)
 
     def _synchronize_slow(self) -> None:
         """The slow path of :meth:`Event.synchronize` (what the compiled body leaves)."""
-        r = call_pinned(self, _cuEventSynchronize)  # a close() meanwhile waits for it
+        r = call_pinned(self, _drv.cuEventSynchronize)  # a close() meanwhile waits for it
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuEventSynchronize)
+            raise error_for(r[0], _drv.cuEventSynchronize)
         if _handle.deferred or _handle.releasing():
             _handle.settle()
         if _hostfn.PENDING and self._recorded_on:
@@ -188,7 +182,7 @@ class Event(Handle, EventCore, aio.Awaitable):
         # In the event's context: a Queue pickles on its feeder thread, where no context
         # is current (measured: CUDA_ERROR_INVALID_CONTEXT there).
         with self._context._scope():
-            return _bindings.struct_bytes(_cuIpcGetEventHandle(self.handle), 64)
+            return _bindings.struct_bytes(_calls.cuIpcGetEventHandle(self.handle), 64)
 
     def ipc_handle(self) -> bytes:
         """Deprecated: use :meth:`export_handle`."""
@@ -219,7 +213,7 @@ class Event(Handle, EventCore, aio.Awaitable):
         _bindings.set_struct_bytes(ipc, raw)
         ctx = context_arg(context) or current_or_default()
         with ctx._scope():
-            h = _cuIpcOpenEventHandle(ipc)
+            h = _calls.cuIpcOpenEventHandle(ipc)
         self = cls.__new__(cls)
         self._context = ctx
         self._timing = False

@@ -71,12 +71,6 @@ _FEATURES = (
     (_NEED_FLUSH, DeviceAttribute.CAN_FLUSH_REMOTE_WRITES, "flushing remote writes"),
 )
 
-_cuStreamWriteValue32 = _drv.cuStreamWriteValue32
-_cuStreamWriteValue64 = _drv.cuStreamWriteValue64
-_cuStreamWaitValue32 = _drv.cuStreamWaitValue32
-_cuStreamWaitValue64 = _drv.cuStreamWaitValue64
-_cuStreamBatchMemOp = _drv.cuStreamBatchMemOp
-
 
 # -- validation -------------------------------------------------------------------------
 def _value(value: Any, bits: int) -> int:
@@ -435,8 +429,8 @@ def require(device: Device, needs: int, func: Callable[..., Any]) -> None:
             )
 
 
-_WRITE = {4: (_cuStreamWriteValue32, 0), 8: (_cuStreamWriteValue64, _NEED_64)}
-_WAIT = {4: (_cuStreamWaitValue32, 0), 8: (_cuStreamWaitValue64, _NEED_64)}
+_WRITE = {4: (_drv.cuStreamWriteValue32, 0), 8: (_drv.cuStreamWriteValue64, _NEED_64)}
+_WAIT = {4: (_drv.cuStreamWaitValue32, 0), 8: (_drv.cuStreamWaitValue64, _NEED_64)}
 
 
 def write_value(
@@ -523,11 +517,11 @@ def batch(stream: Handle, ops: Iterable[MemOp]) -> None:
     if GUARD.armed:
         GUARD.check()
     if needs:
-        require(stream.device, needs, _cuStreamBatchMemOp)  # type: ignore[attr-defined]
-    r = _cuStreamBatchMemOp(h, len(lst), [op._params for op in lst], 0)
+        require(stream.device, needs, _drv.cuStreamBatchMemOp)  # type: ignore[attr-defined]
+    r = _drv.cuStreamBatchMemOp(h, len(lst), [op._params for op in lst], 0)
     if r[0] is not SUCCESS:
         nmb = any(op._kind in _WRITES and op._flags & _NO_BARRIER for op in lst)
-        raise _write_error(r[0], _cuStreamBatchMemOp, nmb)
+        raise _write_error(r[0], _drv.cuStreamBatchMemOp, nmb)
     if capture.ACTIVE:
         targets = [op._target for op in lst if op._target is not None]
         if targets:

@@ -29,6 +29,7 @@ from .._lifetime._coerce import (
     uint_arg,
 )
 from .._lifetime._pins import call_pinned, pin2, pinned, query_result, unpin2
+from .._runtime import _calls
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import (
     AccessPolicyWindow,
@@ -39,7 +40,7 @@ from .._runtime._enums import (
     SyncPolicy,
     WaitCondition,
 )
-from ..errors import GUARD, checked, error_for
+from ..errors import GUARD, error_for
 from . import memops
 from ._core import StreamCore
 from .event import Event
@@ -52,19 +53,7 @@ __all__ = ["Stream", "AccessPolicyWindow"]
 
 
 # The hot paths call the bindings directly and test the status by identity.
-_cuStreamQuery = _drv.cuStreamQuery
-_cuStreamSynchronize = _drv.cuStreamSynchronize
-_cuStreamWaitEvent = _drv.cuStreamWaitEvent
-_cuEventRecord = _drv.cuEventRecord
 # Cold paths go through the checking wrapper.
-_cuStreamGetCtx = checked(_drv.cuStreamGetCtx)
-_cuStreamGetPriority = checked(_drv.cuStreamGetPriority)
-_cuStreamGetFlags = checked(_drv.cuStreamGetFlags)
-_cuStreamGetId = checked(_drv.cuStreamGetId)
-_cuStreamCopyAttributes = checked(_drv.cuStreamCopyAttributes)
-_cuStreamGetAttribute = checked(_drv.cuStreamGetAttribute)
-_cuStreamSetAttribute = checked(_drv.cuStreamSetAttribute)
-_cuStreamAttachMemAsync = checked(_drv.cuStreamAttachMemAsync)
 
 _LEGACY = 0x1
 _PER_THREAD = 0x2
@@ -194,9 +183,9 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
         """The slow path of :meth:`Stream.synchronize` (what the compiled body leaves)."""
         # Pinned for the wait: a close() on another thread destroys the stream only
         # after it (that crashed the process).
-        r = call_pinned(self, _cuStreamSynchronize)
+        r = call_pinned(self, _drv.cuStreamSynchronize)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuStreamSynchronize)
+            raise error_for(r[0], _drv.cuStreamSynchronize)
         if _handle.deferred or _handle.releasing():
             _handle.settle()
         if _hostfn.PENDING:
@@ -205,7 +194,7 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
 
     def _query_slow(self) -> bool:
         """The slow path of :meth:`Stream.query` (what the compiled body leaves)."""
-        return query_result(call_pinned(self, _cuStreamQuery), _cuStreamQuery)
+        return query_result(call_pinned(self, _drv.cuStreamQuery), _drv.cuStreamQuery)
 
     def _wait_slow(self, other: Event | StreamLike) -> None:
         """The slow path of :meth:`Stream.wait` (what the compiled body leaves)."""
@@ -217,11 +206,11 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
                 GUARD.check()
             pins = pin2(self, other)
             try:
-                r = _cuStreamWaitEvent(self._state.handle, other._state.handle, 0)
+                r = _drv.cuStreamWaitEvent(self._state.handle, other._state.handle, 0)
             finally:
                 unpin2(*pins)
             if r[0] is not SUCCESS:
-                raise error_for(r[0], _cuStreamWaitEvent)
+                raise error_for(r[0], _drv.cuStreamWaitEvent)
             return
         stream_handle(other)  # checked before the event is made
         ev = Event(timing=False, context=self._ctx_or_none())
@@ -244,11 +233,11 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
             GUARD.check()
         pins = pin2(self, event)
         try:
-            r = _cuEventRecord(event._state.handle, self._state.handle)
+            r = _drv.cuEventRecord(event._state.handle, self._state.handle)
         finally:
             unpin2(*pins)
         if r[0] is not SUCCESS:
-            raise error_for(r[0], _cuEventRecord)
+            raise error_for(r[0], _drv.cuEventRecord)
         event._recorded_on = self._key or 1  # what event.synchronize() reports on
         return event
 
@@ -347,7 +336,7 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
         if self._context is None:
             if self._special is not None:
                 return current_or_default()
-            self._context = Context.from_handle(_cuStreamGetCtx(self.handle))
+            self._context = Context.from_handle(_calls.cuStreamGetCtx(self.handle))
         return self._context
 
     @property
@@ -359,33 +348,33 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
     @pinned
     def priority(self) -> int:
         """The stream's priority (``cuStreamGetPriority``)."""
-        return int(_cuStreamGetPriority(self.handle))
+        return int(_calls.cuStreamGetPriority(self.handle))
 
     @property
     @pinned
     def non_blocking(self) -> bool:
         """Whether the stream does not synchronise with the legacy stream (``cuStreamGetFlags``)."""
-        return bool(int(_cuStreamGetFlags(self.handle)) & _NON_BLOCKING)
+        return bool(int(_calls.cuStreamGetFlags(self.handle)) & _NON_BLOCKING)
 
     @property
     @pinned
     def id(self) -> int:
         """The process-unique stream id (``cuStreamGetId``)."""
-        return int(_cuStreamGetId(self.handle))
+        return int(_calls.cuStreamGetId(self.handle))
 
     # -- attributes -----------------------------------------------------------------------
     @pinned
     def copy_attributes_from(self, other: StreamLike) -> None:
         """Copy ``other``'s attributes to this stream (``cuStreamCopyAttributes``)."""
-        _cuStreamCopyAttributes(self.handle, stream_handle(other))
+        _calls.cuStreamCopyAttributes(self.handle, stream_handle(other))
 
     @pinned
     def _get_attr(self, attr: int) -> Any:
-        return _cuStreamGetAttribute(self.handle, _drv.CUstreamAttrID(attr))
+        return _calls.cuStreamGetAttribute(self.handle, _drv.CUstreamAttrID(attr))
 
     @pinned
     def _set_attr(self, attr: int, value: Any) -> None:
-        _cuStreamSetAttribute(self.handle, _drv.CUstreamAttrID(attr), value)
+        _calls.cuStreamSetAttribute(self.handle, _drv.CUstreamAttrID(attr), value)
 
     @property
     def sync_policy(self) -> SyncPolicy:
@@ -451,7 +440,7 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
         if not 0 <= a < U64_LIMIT:
             raise ValueError(f"address {a:#x} does not fit in 64 bits")
         f = enum_arg(attach, MemAttach, "attach")
-        _cuStreamAttachMemAsync(self.handle, _drv.CUdeviceptr(a), n, int(f))
+        _calls.cuStreamAttachMemAsync(self.handle, _drv.CUdeviceptr(a), n, int(f))
 
     def attach_mem_async(
         self, ptr: Any, length: int = 0, flags: MemAttach | int = MemAttach.SINGLE
