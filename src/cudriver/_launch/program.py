@@ -19,7 +19,7 @@ import re
 import sys
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from .._context.device import current_or_default
 from .._lifetime._coerce import bool_arg
@@ -364,27 +364,33 @@ def compile(
     if arch_opt is not None:
         opts.append(arch_opt.encode())
 
+    job = _Job(src, name, opts, tgt, inc_names, inc_srcs)
     k = None
     if use_cache and _compile_cache.enabled() and _compile_cache.cacheable(opts):
-        k = _cache_key(src, name, opts, tgt, inc_names, inc_srcs)
+        k = _cache_key(job)
         hit = _compile_cache.lookup(k)
         if hit is not None:
             return hit
-    out = _run_nvrtc(nvrtc, src, name, opts, tgt, inc_names, inc_srcs)
+    out = _run_nvrtc(nvrtc, job)
     if k is not None:
         _compile_cache.store(k, out)
     return out
 
 
-def _cache_key(
-    src: bytes,
-    name: str,
-    opts: list[bytes],
-    tgt: str,
-    inc_names: list[bytes],
-    inc_srcs: list[bytes],
-) -> str:
+class _Job(NamedTuple):
+    """One compilation: what NVRTC is given, and so what the cache key covers."""
+
+    src: bytes
+    name: str
+    opts: list[bytes]
+    tgt: str  # "ptx", "cubin" or "ltoir"
+    inc_names: list[bytes]  # the headers' include names
+    inc_srcs: list[bytes]  # and their sources, in the same order
+
+
+def _cache_key(job: _Job) -> str:
     """The compile cache's key: everything that changes NVRTC's output."""
+    src, name, opts, tgt, inc_names, inc_srcs = job
     major, minor = nvrtc_version()
     version = str(getattr(sys.modules.get("cudriver"), "__version__", ""))
     parts = [
@@ -403,16 +409,9 @@ def _cache_key(
     return _compile_cache.key(parts)
 
 
-def _run_nvrtc(
-    nvrtc: Any,
-    src: bytes,
-    name: str,
-    opts: list[bytes],
-    tgt: str,
-    inc_names: list[bytes],
-    inc_srcs: list[bytes],
-) -> bytes:
+def _run_nvrtc(nvrtc: Any, job: _Job) -> bytes:
     """Compile with NVRTC; the output (PTX without its NUL, or the cubin)."""
+    src, name, opts, tgt, inc_names, inc_srcs = job
     ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
     r = nvrtc.nvrtcCreateProgram(src, name.encode(), len(inc_srcs), inc_srcs, inc_names)
     if r[0] != ok:

@@ -5,18 +5,6 @@ from typing import Any
 
 from ._handle import Handle
 
-__all__ = [
-    "HostFuncRecord",
-    "launch",
-    "graph_record",
-    "PENDING",
-    "after_sync",
-    "after_event_sync",
-    "after_context_sync",
-    "watch_stream",
-    "registry_size",
-]
-
 _Err = tuple[int, Any, BaseException]
 PENDING: dict[int, list[_Err]]
 _eager: dict[int, Any]
@@ -30,15 +18,6 @@ class HostFuncRecord:
     _stream_key: int
     ctx_key: int
     _launches: int
-    def __init__(
-        self,
-        key: int,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        stream_key: int,
-        ctx_key: int,
-    ) -> None: ...
     @property
     def stream_key(self) -> int: ...
     @stream_key.setter

@@ -38,13 +38,18 @@ __all__ = ["copy_2d", "copy_3d", "memset_2d", "copy_peer"]
 _MEMSET_2D = {1: _drv.cuMemsetD2D8Async, 2: _drv.cuMemsetD2D16Async, 4: _drv.cuMemsetD2D32Async}
 
 
-def _pitch(value: Any, width: int, name: str) -> int:
+def _at_least(value: Any, least: int, name: str, what: str) -> int:
+    """``value`` (default ``least``) as an int, refused below ``least`` (``what`` it is)."""
     if value is None:
-        return width
-    p = uint_arg(value, name)
-    if p < width:
-        raise ValueError(f"{name} ({p}) is smaller than a row ({width} bytes)")
-    return p
+        return least
+    v = uint_arg(value, name)
+    if v < least:
+        raise ValueError(f"{name} ({v}) is smaller than {what}")
+    return v
+
+
+def _pitch(value: Any, width: int, name: str) -> int:
+    return _at_least(value, width, name, f"a row ({width} bytes)")
 
 
 def _fits(op: Operand, need: int, role: str) -> None:
@@ -173,12 +178,7 @@ def _width_bytes(func: str, width_bytes: Any, width: Any) -> int:
 
 
 def _rows(value: Any, height: int, name: str) -> int:
-    if value is None:
-        return height
-    r = uint_arg(value, name)
-    if r < height:
-        raise ValueError(f"{name} ({r}) is smaller than the copy's height ({height} rows)")
-    return r
+    return _at_least(value, height, name, f"the copy's height ({height} rows)")
 
 
 def memset_2d(
