@@ -662,12 +662,8 @@ def restore_thread_id(pid: int) -> int:
 
     Raises
     ------
-    TypeError, ValueError
-        ``pid`` is not a positive int.
-    ProcessLookupError
-        There is no such process.
-    CudaError
-        The driver's refusal, naming the pid (e.g. for a process without CUDA).
+    TypeError, ValueError, ProcessLookupError, CudaError
+        As for :func:`state`.
     """
     p = _pid_arg(pid, "get the restore thread of", others_only=False)
     return int(_call(_RESTORE_TID, "restore thread query", p))

@@ -66,6 +66,7 @@ __all__ = [
     "export",
     "device",
     "make_capsule",
+    "Producer",
     "import_buffer",
     "registry_size",
 ]
@@ -558,6 +559,57 @@ def make_capsule(
             _live.discard(ptr)
             _exports.pop(key, None)
         raise
+
+
+class Producer(Memory):
+    """The DLPack producer methods of the buffer classes (``__dlpack__``, ``__dlpack_device__``).
+
+    A base of :class:`~cudriver.DeviceBuffer` and :class:`~cudriver.PinnedBuffer`, whose
+    ``_DL_DEVICE_TYPE`` says the device type. The methods are :func:`export` and
+    :func:`device` with the buffer as ``buf``.
+    """
+
+    __slots__ = ()
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule over this buffer's memory (no copy), as the array API says.
+
+        The tensor has a device buffer's remembered dtype and shape (else ``uint8`` of
+        ``nbytes``); a pinned buffer's is its bytes. ``stream`` is the consumer's (None
+        or 1 legacy, 2 per-thread, a handle, -1 no ordering; 0 is refused): unless -1,
+        it waits for a stream-ordered buffer's stream (``cuEventRecord``,
+        ``cuStreamWaitEvent``); for pinned memory, which has no stream, it is only
+        checked. The host never waits. ``max_version >= (1, 0)`` gives a versioned
+        capsule; ``dl_device`` must be this buffer's own, or for pinned memory
+        ``(kDLCPU, 0)``, the same memory as plain host memory (what
+        ``numpy.from_dlpack(buf, device="cpu")`` asks for); ``copy=True`` is refused.
+        The memory stays allocated, also after :meth:`close`, until the consumer is
+        done. See the DLPack page.
+
+        Raises
+        ------
+        ClosedError
+            The buffer is closed.
+        BufferError
+            ``copy=True`` (nothing is copied), another ``dl_device``, or a dtype DLPack
+            cannot describe.
+        """
+        return export(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(kDLCUDA, ordinal)`` for device memory, ``(kDLCUDAHost, 0)`` for pinned memory.
+
+        Managed memory is ``(kDLCUDAManaged, 0)``: the device id of pinned and managed
+        memory is 0, as DLPack says.
+        """
+        return device(self)
 
 
 # -- consuming --------------------------------------------------------------------------------

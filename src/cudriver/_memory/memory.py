@@ -69,7 +69,7 @@ def _as_stream(stream: StreamLike) -> Stream:
     return Stream.from_handle(stream)
 
 
-class DeviceBuffer(DeviceMemory, BufferCore):
+class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
     """Device memory (``cuMemAlloc``; ``cuMemFree`` on close).
 
     Parameters
@@ -624,39 +624,6 @@ class DeviceBuffer(DeviceMemory, BufferCore):
         if dt.fields is not None:
             d["descr"] = dt.descr
         return d
-
-    def __dlpack__(
-        self,
-        *,
-        stream: int | None = None,
-        max_version: tuple[int, int] | None = None,
-        dl_device: tuple[int, int] | None = None,
-        copy: bool | None = None,
-    ) -> Any:
-        """A DLPack capsule over this buffer's memory (no copy), as the array API says.
-
-        The tensor has the remembered dtype and shape (else ``uint8`` of ``nbytes``).
-        ``stream`` is the consumer's (None or 1 legacy, 2 per-thread, a handle, -1 no
-        ordering; 0 is refused): unless -1, it waits for a stream-ordered buffer's
-        stream (``cuEventRecord``, ``cuStreamWaitEvent``); the host never waits.
-        ``max_version >= (1, 0)`` gives a versioned capsule; ``dl_device`` must be this
-        buffer's own; ``copy=True`` is refused. The memory stays allocated, also after
-        :meth:`close`, until the consumer is done. See the DLPack page.
-
-        Raises
-        ------
-        ClosedError
-            The buffer is closed.
-        BufferError
-            ``copy=True``, another ``dl_device``, or a dtype DLPack cannot describe.
-        """
-        return _dlpack.export(
-            self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
-        )
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        """``(kDLCUDA, ordinal)`` (``(kDLCUDAManaged, 0)`` for managed memory)."""
-        return _dlpack.device(self)
 
     @classmethod
     def from_dlpack(cls, obj: Any, *, stream: StreamLike = None) -> DeviceBuffer:

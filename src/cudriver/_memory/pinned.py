@@ -26,7 +26,7 @@ _HOSTALLOC_DEVICEMAP = int(_drv.CU_MEMHOSTALLOC_DEVICEMAP)
 _HOSTALLOC_WRITECOMBINED = int(_drv.CU_MEMHOSTALLOC_WRITECOMBINED)
 
 
-class PinnedBuffer(HostMemory):
+class PinnedBuffer(_dlpack.Producer, HostMemory):
     """Page-locked host memory (``cuMemHostAlloc``; ``cuMemFreeHost`` on close).
 
     Copies between pinned memory and the device run at full speed and, on a stream,
@@ -222,38 +222,6 @@ class PinnedBuffer(HostMemory):
         """The buffer protocol (Python 3.12+): a writable view of the bytes."""
         arr: Any = self.array()
         return memoryview(arr)
-
-    def __dlpack__(
-        self,
-        *,
-        stream: int | None = None,
-        max_version: tuple[int, int] | None = None,
-        dl_device: tuple[int, int] | None = None,
-        copy: bool | None = None,
-    ) -> Any:
-        """A DLPack capsule over the pinned memory, as bytes (no copy, no driver call).
-
-        The device is ``(kDLCUDAHost, 0)``; ``dl_device=(kDLCPU, 0)`` exports the same
-        memory as plain host memory (what ``numpy.from_dlpack(buf, device="cpu")``
-        asks for). ``stream`` is checked as the array API says but orders nothing:
-        host memory has no stream. The memory stays allocated, also after
-        :meth:`close`, until the consumer is done with it. See the DLPack page of the
-        documentation; the arguments are those of the array API's ``__dlpack__``.
-
-        Raises
-        ------
-        ClosedError
-            The buffer is closed.
-        BufferError
-            ``copy=True`` (nothing is copied) or another ``dl_device``.
-        """
-        return _dlpack.export(
-            self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
-        )
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        """``(kDLCUDAHost, 0)``: pinned host memory (the device id is 0, as DLPack says)."""
-        return _dlpack.device(self)
 
     def _repr_extra(self) -> str:
         parts = [f"nbytes={self._nbytes}"]
