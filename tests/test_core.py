@@ -13,7 +13,8 @@ from cuda.bindings import driver as drv
 
 import cudriver as cu
 from cudriver._graph.graph import GraphExec
-from cudriver._launch.kernel import Kernel, LaunchPlan
+from cudriver._launch.kernel import Kernel
+from cudriver._launch.plan import LaunchPlan
 from cudriver._lifetime import _handle, _release
 from cudriver._lifetime._handle import Handle
 from cudriver._work.event import Event

@@ -78,20 +78,22 @@ LAYERS: list[list[str]] = [
         "_memory.copies",
         "_memory.tensormap",
     ],
-    # L5, launches: argument packing, configuration, kernels, compiling, linking, modules.
+    # L5, launches: argument packing, configuration, launch plans, kernels, compiling,
+    # linking, modules.
     [
         "_launch",
         "_launch._packing",
         "_launch.launch",
         "_launch._core",
+        "_launch.plan",
         "_launch.kernel",
         "_launch._compile_cache",
         "_launch.program",
         "_launch.linker",
         "_launch.module",
     ],
-    # L6, graphs: nodes, building, graphs and executable graphs.
-    ["_graph", "_graph._core", "_graph.graphnode", "_graph.graphbuild", "_graph.graph"],
+    # L6, graphs: nodes, graphs (built or captured) and executable graphs.
+    ["_graph", "_graph._core", "_graph.graphnode", "_graph.graph"],
     # The public face: process-level modules, the drop-in mirrors, the package, the CLI.
     [
         "checkpoint",

@@ -1,7 +1,7 @@
 """Modules, kernels and launches: loading, attributes, launch plans.
 
-``Module`` lives in ``cudriver._launch.module``; ``Kernel`` and ``LaunchPlan`` in
-``cudriver._launch.kernel``.
+``Module`` lives in ``cudriver._launch.module``, ``Kernel`` in ``cudriver._launch.kernel``
+and ``LaunchPlan`` in ``cudriver._launch.plan``.
 The checks made before any driver call run without a GPU; loading and launching need one.
 How arguments are packed is tested in test_packing.py.
 """

@@ -17,10 +17,11 @@ from ._graph.graph import Graph, GraphExec
 from ._graph.graphnode import AllocNode, ConditionalHandle, ConditionalNode, GraphNode
 from ._launch._compile_cache import clear_compile_cache, compile_cache_info
 from ._launch._packing import PackedArgs, pack_arg
-from ._launch.kernel import Kernel, LaunchPlan, ParamInfo
+from ._launch.kernel import Kernel, ParamInfo
 from ._launch.launch import LaunchConfig
 from ._launch.linker import LinkError, link
 from ._launch.module import Module
+from ._launch.plan import LaunchPlan
 from ._launch.program import NvrtcNotFoundError, compile, nvrtc_version
 from ._lifetime._coerce import StreamLike, SupportsCudaStream
 from ._memory._copy import SupportsCudaArrayInterface

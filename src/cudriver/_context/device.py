@@ -2,7 +2,8 @@
 
 :class:`Device` and :class:`Context` share a module because each returns the other
 (:meth:`Device.primary_context`, :attr:`Context.device`): one module keeps the imports
-one way.
+one way. :class:`ComputeCapability` is the value :attr:`Device.compute_capability`
+returns.
 
 The one "make this context current for a moment" helper lives in ``_current``
 (re-exported here): :func:`enter_context` / :func:`leave_context` and
@@ -16,7 +17,7 @@ import threading
 import uuid as _uuid
 import weakref
 from collections.abc import Callable
-from typing import Any, ClassVar, SupportsInt
+from typing import Any, ClassVar, NamedTuple, SupportsInt
 
 from cuda.bindings import driver as _drv
 from typing_extensions import Self
@@ -29,7 +30,7 @@ from .._lifetime._handle import Handle
 from .._lifetime._pins import pinned
 from .._runtime import _bindings
 from .._runtime._bindings import SUCCESS
-from .._runtime._enums import ComputeCapability, ContextFlags, DeviceAttribute, Limit
+from .._runtime._enums import ContextFlags, DeviceAttribute, Limit
 from .._runtime._init import init
 from ..errors import GUARD, InvalidDeviceError, NotSupportedError, checked, error_for
 
@@ -60,6 +61,24 @@ def _attr_value(attr: Any) -> Any:
             f"unknown device attribute {int(attr)}: not a CUdevice_attribute of the "
             "installed cuda-bindings (a newer cuda-bindings may know it)"
         ) from None
+
+
+class ComputeCapability(NamedTuple):
+    """A device's compute capability, e.g. ``ComputeCapability(9, 0)``."""
+
+    major: int
+    minor: int
+
+    @property
+    def arch(self) -> str:
+        """The architecture name NVRTC and ptxas take, e.g. ``"sm_90"``."""
+        return f"sm_{self.major}{self.minor}"
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+
+ComputeCapability.__module__ = "cudriver"
 
 
 class Device:

@@ -2,8 +2,8 @@
 
 The parameter builders here (:func:`kernel_params`, :func:`memcpy_params`,
 :func:`memset_params`) validate their inputs before any driver call and are shared by
-the ``Graph.add_*`` methods (``graphbuild``) and the per-node updates of
-:class:`~cudriver.GraphExec`.
+the ``Graph.add_*`` methods and the per-node updates of :class:`~cudriver.GraphExec`
+(both in ``graph``).
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
-"""Kernels (``CUfunction``) and their launches.
+"""Kernels (``CUfunction``): parameters, attributes, occupancy and launches.
 
 :meth:`cudriver.Module.kernel` returns a :class:`Kernel`, which launches with
-``cuLaunchKernel``, packing its arguments by the rules of ``_packing``.
-:meth:`Kernel.prepare` packs once and returns a :class:`LaunchPlan` whose
-:meth:`~LaunchPlan.launch` is the fast path.
+``cuLaunchKernel``, packing its arguments by the rules of ``_packing``. The driver
+calls of its occupancy methods (``cuOccupancy*``) are here with them.
+:meth:`Kernel.prepare` packs once and returns a :class:`~cudriver.LaunchPlan` (module
+``plan``), whose :meth:`~cudriver.LaunchPlan.launch` is the fast path.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
@@ -24,26 +24,31 @@ from .._lifetime._coerce import (
     dims,
     handle_arg,
     int_arg,
-    refuse_offloaded,
     stream_handle,
     uint_arg,
-    virtual_spaces,
 )
 from .._lifetime._coerce import shared_mem as _shared
 from .._lifetime._handle import Handle, Lease
 from .._runtime import _bindings, _calls
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import FunctionAttribute
-from ..errors import GUARD, ClosedError, NotSupportedError, error_for, pickle_refusal
-from . import launch
-from ._core import KernelCore, PlanCore
+from ..errors import GUARD, ClosedError, NotSupportedError, error_for
+from ._core import KernelCore
 from ._packing import ArgLayout, PackedArgs, count_error, pack_fast
-from .launch import NO_BLOCK, LaunchConfig, launch_error_detail, launch_ex, shape_of
+from .launch import (
+    NO_BLOCK,
+    LaunchConfig,
+    launch_error_detail,
+    launch_ex,
+    native_config,
+    shape_of,
+)
+from .plan import LaunchPlan
 
 if TYPE_CHECKING:
     from .module import Module
 
-__all__ = ["Kernel", "LaunchPlan", "ParamInfo"]
+__all__ = ["Kernel", "ParamInfo"]
 
 
 class ParamInfo(NamedTuple):
@@ -95,6 +100,39 @@ def _func_attr(attr: Any) -> Any:
             f"unknown function attribute {int(attr)}: not a CUfunction_attribute of the "
             "installed cuda-bindings (a newer cuda-bindings may know it)"
         ) from None
+
+
+# -- occupancy: the driver calls of Kernel's occupancy methods ---------------------------
+def _occupancy(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``'s answer (a tuple when it has several); raises on an error status."""
+    r = fn(*args)
+    if r[0] is not SUCCESS:
+        raise error_for(r[0], fn)
+    return r[1:] if len(r) > 2 else r[1]
+
+
+def _blocks_per_sm(func: Any, block_size: int, shmem: int) -> int:
+    """``cuOccupancyMaxActiveBlocksPerMultiprocessor``."""
+    fn = _drv.cuOccupancyMaxActiveBlocksPerMultiprocessor
+    return int(_occupancy(fn, func, block_size, shmem))
+
+
+def _best_block_size(
+    func: Any, shmem_of: Callable[[int], int], most: int, sm_count: int
+) -> tuple[int, int]:
+    """``(min_grid_size, block_size)`` with the shared memory a function of the block size.
+
+    Tries every multiple of the warp size from ``most`` down and keeps the first best,
+    as the driver does.
+    """
+    best_threads, best_block = 0, 0
+    for b in range(most - most % 32, 0, -32):
+        threads = _blocks_per_sm(func, b, shmem_of(b)) * b
+        if threads > best_threads:
+            best_threads, best_block = threads, b
+    if best_block == 0:
+        raise ValueError("no block size fits the kernel with that shared memory")
+    return (best_threads // best_block) * sm_count, best_block
 
 
 class Kernel(Handle, KernelCore):
@@ -329,7 +367,7 @@ class Kernel(Handle, KernelCore):
         the device's multiprocessor count, the largest grid a cooperative launch takes.
         """
         b = uint_arg(block_size, "block_size", 32)
-        return launch.blocks_per_sm(self.handle, b, _shared(shared_mem))
+        return _blocks_per_sm(self.handle, b, _shared(shared_mem))
 
     @_pins.pinned
     def suggested_block_size(
@@ -346,12 +384,14 @@ class Kernel(Handle, KernelCore):
         """
         limit = uint_arg(max_block_size, "max_block_size", 32)
         if not callable(shared_mem):
-            return launch.block_size(self.handle, _shared(shared_mem), limit)
+            fn = _drv.cuOccupancyMaxPotentialBlockSize
+            grid, block = _occupancy(fn, self.handle, None, _shared(shared_mem), limit)
+            return int(grid), int(block)
         mod = self._module
         ctx = mod.context if mod is not None else current_or_default()
         most = min(self.max_threads_per_block, limit or U32_MAX)
         sms = ctx.device.multiprocessor_count
-        return launch.block_size_for(self.handle, lambda b: _shared(shared_mem(b)), most, sms)
+        return _best_block_size(self.handle, lambda b: _shared(shared_mem(b)), most, sms)
 
     @_pins.pinned
     def max_potential_cluster_size(self, block: Any, shared_mem: int = 0) -> int:
@@ -359,13 +399,17 @@ class Kernel(Handle, KernelCore):
 
         Calls ``cuOccupancyMaxPotentialClusterSize``.
         """
-        return launch.cluster_size(self.handle, dims(block, "block"), _shared(shared_mem))
+        h, b, shmem = self.handle, dims(block, "block"), _shared(shared_mem)
+        cfg = native_config((1, 1, 1), b, shmem, None, None)
+        return int(_occupancy(_drv.cuOccupancyMaxPotentialClusterSize, h, cfg))
 
     @_pins.pinned
     def max_active_clusters(self, grid: Any, block: Any, cluster: Any, shared_mem: int = 0) -> int:
         """How many clusters of this launch can run at once (``cuOccupancyMaxActiveClusters``)."""
         g, b = dims(grid, "grid"), dims(block, "block")
-        return launch.active_clusters(self.handle, g, b, cluster, _shared(shared_mem))
+        h, shmem = self.handle, _shared(shared_mem)
+        cfg = native_config(g, b, shmem, None, LaunchConfig(cluster=cluster))
+        return int(_occupancy(_drv.cuOccupancyMaxActiveClusters, h, cfg))
 
     # -- launching ---------------------------------------------------------------------
     def pack(self, *args: Any) -> PackedArgs:
@@ -520,170 +564,3 @@ class Kernel(Handle, KernelCore):
         return error_for(
             code, _drv.cuLaunchKernel if config is None else _drv.cuLaunchKernelEx, detail
         )
-
-
-class LaunchPlan(PlanCore):
-    """A kernel launch with its arguments packed once (from :meth:`Kernel.prepare`).
-
-    :meth:`launch` is the fast path: one closed check, the stream's handle, and
-    ``cuLaunchKernel`` with the pre-built ``void*[]`` array. :meth:`set_arg` re-packs
-    one argument in place, for later launches (launches already enqueued or
-    captured keep the values they had).
-    """
-
-    __slots__ = (
-        "__weakref__",
-        "_args",
-        "_bx",
-        "_by",
-        "_bz",
-        "_call",
-        "_config",
-        "_gx",
-        "_gy",
-        "_gz",
-        "_kernel",
-        "_leases",
-        "_packed",
-        "_params",
-        "_shmem",
-        "_spaces",
-        "_used",
-    )
-
-    _kernel: Kernel
-    _gx: int
-    _gy: int
-    _gz: int
-    _bx: int
-    _by: int
-    _bz: int
-    _shmem: int
-    _packed: PackedArgs
-    _params: int
-    _args: tuple[Any, ...]
-    _call: Any
-    _config: LaunchConfig | None
-    _leases: tuple[Lease, ...]
-    _used: tuple[DeviceMemory, ...]
-    _spaces: tuple[Any, ...]  # of VirtualBuffer arguments: checked before each launch
-
-    def __init__(self) -> None:
-        raise TypeError("use Kernel.prepare(grid, block, *args)")
-
-    @classmethod
-    def _new(
-        cls,
-        kernel: Kernel,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
-        shmem: int,
-        args: tuple[Any, ...],
-        config: LaunchConfig | None = None,
-    ) -> LaunchPlan:
-        packed = kernel.pack(*args)
-        self = cls.__new__(cls)
-        self._kernel = kernel
-        self._gx, self._gy, self._gz = grid
-        self._bx, self._by, self._bz = block
-        self._shmem = shmem
-        self._config = config
-        self._packed = packed
-        self._params = packed.address
-        self._hold(packed.args)
-        # The constant leading arguments bound once: a launch passes only the stream.
-        if config is None:
-            self._call = functools.partial(_drv.cuLaunchKernel, kernel._h, *grid, *block, shmem)
-        else:
-            self._call = functools.partial(
-                launch.plan_launch_ex, kernel._h, grid, block, shmem, config
-            )
-        return self
-
-    def _hold(self, args: tuple[Any, ...]) -> None:
-        """Keep what the packed arguments point to allocated while the plan lives.
-
-        Closing a buffer the plan was packed with makes the buffer unusable, but its
-        memory is freed only once the plan is gone too, so a later launch never
-        writes into memory reused by another allocation.
-        """
-        self._args = args
-        held = [a for a in args if isinstance(a, Handle) and a._h is not None]
-        self._leases = (self._kernel._lease(), *(a._lease() for a in held))
-        maps = (a._mapped() for a in args if isinstance(a, MapsMemory))
-        self._used = (*(a for a in held if isinstance(a, DeviceMemory)), *filter(None, maps))
-        self._spaces = sp = virtual_spaces(args)
-        k, grid, block = self._kernel, self.grid, self.block
-        attrs = self._config._c_attributes() if self._config is not None else b""
-        self._core_set(k, k._key, grid, block, self._shmem, self._params, self._used, attrs, sp)
-
-    def _launch_slow(self, stream: StreamLike) -> None:
-        """The slow path of :meth:`LaunchPlan.launch` (what the compiled body leaves)."""
-        if GUARD.armed:
-            GUARD.check()
-        if self._kernel._h is None:
-            self._kernel._raise_closed()
-        if self._spaces:
-            refuse_offloaded(self._spaces)
-        k = self._kernel
-        pins = _pins.pin2(k._module, stream)
-        try:
-            if k._h is None:
-                k._raise_closed()
-            sh = stream_handle(stream)
-            if capture.ACTIVE:
-                capture.keep(sh, self._kernel, self._args)
-            r = self._call(sh, self._params, 0)
-        finally:
-            _pins.unpin2(*pins)
-        if r[0] is not SUCCESS:
-            raise self._kernel._launch_error(r[0], self.grid, self.block, self._shmem, self._config)
-        for a in self._used:
-            a._note_use(sh)
-
-    def set_arg(self, index: int, value: Any) -> None:
-        """Re-pack argument ``index`` (same rules and errors as packing at prepare)."""
-        self._packed.set(index, value)
-        self._hold(self._packed.args)
-
-    @property
-    def kernel(self) -> Kernel:
-        """The kernel this plan launches."""
-        return self._kernel
-
-    @property
-    def grid(self) -> tuple[int, int, int]:
-        """The grid, as ``(x, y, z)``."""
-        return (self._gx, self._gy, self._gz)
-
-    @property
-    def block(self) -> tuple[int, int, int]:
-        """The block, as ``(x, y, z)``."""
-        return (self._bx, self._by, self._bz)
-
-    @property
-    def shared_mem(self) -> int:
-        """Dynamic shared memory per block, in bytes."""
-        return self._shmem
-
-    @property
-    def args(self) -> tuple[Any, ...]:
-        """The arguments as last packed."""
-        return self._args
-
-    @property
-    def packed(self) -> PackedArgs:
-        """The packed arguments (``packed.address`` is the ``kernelParams`` value)."""
-        return self._packed
-
-    def __reduce__(self) -> NoReturn:
-        raise TypeError(pickle_refusal("LaunchPlan", "it launches a kernel of this process"))
-
-    def __repr__(self) -> str:
-        return (
-            f"<cudriver.LaunchPlan {self._kernel._name!r} grid={self.grid} "
-            f"block={self.block} shared_mem={self._shmem}>"
-        )
-
-
-# The compiled core's versions of the hot methods, where it is in use.

@@ -1,11 +1,12 @@
-"""Launch configuration beyond grid, block and shared memory, and occupancy queries.
+"""Launch configuration beyond grid, block and shared memory, and launching with it.
 
 A :class:`LaunchConfig` holds the launch attributes of ``cuLaunchKernelEx``: thread-block
 clusters, cooperative launches, programmatic dependent launch, priority and the memory
 synchronisation domain. :meth:`cudriver.Kernel.launch` and :meth:`cudriver.Kernel.prepare`
 take one as ``config=``; a launch without one (or with an empty one) keeps the cheaper
-``cuLaunchKernel`` path. Occupancy questions are :class:`~cudriver.Kernel` methods whose
-driver calls live here.
+``cuLaunchKernel`` path. :func:`shape_of` reads the two ways a launch's shape is written,
+:func:`launch_ex` makes the ``cuLaunchKernelEx`` call, and :func:`native_config` the
+``CUlaunchConfig`` it (and the occupancy methods of :class:`~cudriver.Kernel`) takes.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from cuda.bindings import driver as _drv
 
 from .._lifetime._coerce import bool_arg, dims, int_arg, uint_arg
 from .._lifetime._coerce import shared_mem as _shared
-from .._runtime._bindings import SUCCESS
-from ..errors import error_for
 
 __all__ = [
     "LaunchConfig",
@@ -31,12 +30,6 @@ __all__ = [
     "native_config",
     "launch_ex",
     "launch_error_detail",
-    "plan_launch_ex",
-    "blocks_per_sm",
-    "block_size",
-    "block_size_for",
-    "cluster_size",
-    "active_clusters",
 ]
 
 _A = _drv.CUlaunchAttributeID
@@ -425,70 +418,3 @@ def launch_error_detail(code: Any, config: LaunchConfig | None) -> str:
             "(see Kernel.max_active_blocks_per_sm)"
         )
     return f"; launch attributes set: {', '.join(config.names())}"
-
-
-def plan_launch_ex(
-    func: Any,
-    grid: tuple[int, int, int],
-    block: tuple[int, int, int],
-    shmem: int,
-    config: LaunchConfig,
-    stream_h: Any,
-    params: Any,
-    extra: Any,
-) -> Any:
-    """A configured plan's launch, called as the plain one is (stream, params, extra)."""
-    return launch_ex(func, grid, block, shmem, stream_h, params, config)
-
-
-# -- occupancy (the driver calls of Kernel's occupancy methods) --------------------------------
-
-
-def _answer(fn: Callable[..., Any], *args: Any) -> Any:
-    r = fn(*args)
-    if r[0] is not SUCCESS:
-        raise error_for(r[0], fn)
-    return r[1:] if len(r) > 2 else r[1]
-
-
-def blocks_per_sm(func: Any, block_size: int, shmem: int) -> int:
-    """``cuOccupancyMaxActiveBlocksPerMultiprocessor``."""
-    return int(_answer(_drv.cuOccupancyMaxActiveBlocksPerMultiprocessor, func, block_size, shmem))
-
-
-def block_size(func: Any, shmem: int, limit: int) -> tuple[int, int]:
-    """``cuOccupancyMaxPotentialBlockSize`` for a fixed dynamic shared memory size."""
-    grid, block = _answer(_drv.cuOccupancyMaxPotentialBlockSize, func, None, shmem, limit)
-    return int(grid), int(block)
-
-
-def block_size_for(
-    func: Any, shmem_of: Callable[[int], int], most: int, sm_count: int
-) -> tuple[int, int]:
-    """:func:`block_size` with the shared memory a function of the block size.
-
-    Tries every multiple of the warp size from ``most`` down and keeps the first best,
-    as the driver does.
-    """
-    best_threads, best_block = 0, 0
-    for b in range(most - most % 32, 0, -32):
-        threads = blocks_per_sm(func, b, shmem_of(b)) * b
-        if threads > best_threads:
-            best_threads, best_block = threads, b
-    if best_block == 0:
-        raise ValueError("no block size fits the kernel with that shared memory")
-    return (best_threads // best_block) * sm_count, best_block
-
-
-def cluster_size(func: Any, block: tuple[int, int, int], shmem: int) -> int:
-    """``cuOccupancyMaxPotentialClusterSize`` for blocks of ``block``."""
-    cfg = native_config((1, 1, 1), block, shmem, None, None)
-    return int(_answer(_drv.cuOccupancyMaxPotentialClusterSize, func, cfg))
-
-
-def active_clusters(
-    func: Any, grid: tuple[int, int, int], block: tuple[int, int, int], cluster: Any, shmem: int
-) -> int:
-    """``cuOccupancyMaxActiveClusters`` for this launch with clusters of ``cluster``."""
-    cfg = native_config(grid, block, shmem, None, LaunchConfig(cluster=cluster))
-    return int(_answer(_drv.cuOccupancyMaxActiveClusters, func, cfg))

@@ -1,17 +1,14 @@
 """The public enums, with the driver's values (``__module__`` is ``"cudriver"``).
 
 Each mirrors one ``cuda.bindings.driver`` enum without its prefix. Wherever cudriver
-takes one of them, the bindings' own members and plain ints are accepted too. Also
-:class:`AccessPolicyWindow`, the value type made of them that streams take, and
-:class:`ComputeCapability`, the value type devices return.
+takes one of them, the bindings' own members and plain ints are accepted too. The value
+types made of them live with what takes or returns them: :class:`AccessPolicyWindow`
+with streams, :class:`ComputeCapability` with devices.
 """
 
 from __future__ import annotations
 
-import operator
-from dataclasses import dataclass
 from enum import IntEnum, IntFlag
-from typing import NamedTuple
 
 __all__ = [
     "DeviceAttribute",
@@ -30,8 +27,6 @@ __all__ = [
     "WorkqueueScope",
     "MemAccess",
     "MemAdvise",
-    "AccessPolicyWindow",
-    "ComputeCapability",
 ]
 
 
@@ -440,83 +435,6 @@ class MemAdvise(IntEnum):
     UNSET_ACCESSED_BY = 6
 
 
-for _enum in (
-    DeviceAttribute,
-    ContextFlags,
-    Limit,
-    SyncPolicy,
-    AccessProperty,
-    MemAttach,
-    CaptureMode,
-    CaptureStatus,
-    WaitCondition,
-    MemOpType,
-    FunctionAttribute,
-    GraphNodeType,
-    ConditionalType,
-    MemAccess,
-    MemAdvise,
-):
-    _enum.__module__ = "cudriver"
-
-
-@dataclass(frozen=True)
-class AccessPolicyWindow:
-    """An L2 persistence window for a stream (``CUaccessPolicyWindow``).
-
-    ``num_bytes == 0`` means no window. Validated when made: ``base_ptr`` and
-    ``num_bytes`` are ints within ``[0, 2**64)`` whose sum stays below ``2**64``,
-    ``hit_ratio`` a real number within ``[0, 1]``, the properties
-    :class:`AccessProperty` values (members of the bindings' enum and plain ints are
-    converted). A ``TypeError`` or ``ValueError`` names the field; the driver checks
-    ``num_bytes`` against the device's largest window when the stream takes it.
-    """
-
-    base_ptr: int
-    num_bytes: int
-    hit_ratio: float = 1.0
-    hit_prop: AccessProperty = AccessProperty.PERSISTING
-    miss_prop: AccessProperty = AccessProperty.STREAMING
-
-    def __post_init__(self) -> None:
-        base = _size_field(self.base_ptr, "base_ptr")
-        n = _size_field(self.num_bytes, "num_bytes")
-        if base + n >= 1 << 64:
-            raise ValueError(f"base_ptr + num_bytes must stay below 2**64, not {base:#x} + {n:#x}")
-        ratio = self.hit_ratio
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)):
-            raise TypeError(f"hit_ratio must be a real number, not {type(ratio).__name__}")
-        if not 0.0 <= ratio <= 1.0:  # also refuses NaN
-            raise ValueError(f"hit_ratio must be within [0, 1], not {ratio}")
-        for name in ("hit_prop", "miss_prop"):
-            value = getattr(self, name)
-            if isinstance(value, (bool, float)):
-                raise TypeError(f"{name} must be an AccessProperty, not {type(value).__name__}")
-            try:
-                prop = AccessProperty(int(value))
-            except (TypeError, ValueError):
-                raise ValueError(f"{name} must be an AccessProperty, not {value!r}") from None
-            object.__setattr__(self, name, prop)
-        object.__setattr__(self, "base_ptr", base)
-        object.__setattr__(self, "num_bytes", n)
-        object.__setattr__(self, "hit_ratio", float(ratio))
-
-
-def _size_field(value: object, name: str) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not bool")
-    try:
-        n = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
-    if not 0 <= n < 1 << 64:
-        raise ValueError(f"{name} must be within [0, 2**64), not {n}")
-    return n
-
-
-AccessPolicyWindow.__module__ = "cudriver"
-
-
 class WorkqueueScope(IntEnum):
     """Whose work queues a green context's streams use (``CUdevWorkqueueConfigScope``).
 
@@ -531,19 +449,22 @@ class WorkqueueScope(IntEnum):
     GREEN_CTX_BALANCED = 1
 
 
-class ComputeCapability(NamedTuple):
-    """A device's compute capability, e.g. ``ComputeCapability(9, 0)``."""
-
-    major: int
-    minor: int
-
-    @property
-    def arch(self) -> str:
-        """The architecture name NVRTC and ptxas take, e.g. ``"sm_90"``."""
-        return f"sm_{self.major}{self.minor}"
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}"
-
-
-ComputeCapability.__module__ = "cudriver"
+for _enum in (
+    DeviceAttribute,
+    ContextFlags,
+    Limit,
+    SyncPolicy,
+    AccessProperty,
+    MemAttach,
+    CaptureMode,
+    CaptureStatus,
+    WaitCondition,
+    MemOpType,
+    FunctionAttribute,
+    GraphNodeType,
+    ConditionalType,
+    WorkqueueScope,
+    MemAccess,
+    MemAdvise,
+):
+    _enum.__module__ = "cudriver"

@@ -256,6 +256,3 @@ def _rebuild_event(data: bytes, pid: int, uuid: bytes) -> Event:
 
 
 _share.register(Event, _reduce_event)
-
-
-# The compiled core's versions of the hot methods, where it is in use.

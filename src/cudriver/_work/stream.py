@@ -3,12 +3,14 @@
 :class:`Stream` holds every public stream method. Where the logic is long, a method
 delegates to the module that owns it: host functions to ``_hostfn``, memory
 operations to ``memops``, capture bookkeeping to ``capture``.
+:class:`AccessPolicyWindow` is the value type of :attr:`Stream.access_policy_window`.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cuda.bindings import driver as _drv
@@ -32,7 +34,6 @@ from .._lifetime._pins import call_pinned, pin2, pinned, query_result, unpin2
 from .._runtime import _calls
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import (
-    AccessPolicyWindow,
     AccessProperty,
     CaptureMode,
     CaptureStatus,
@@ -60,6 +61,54 @@ _PER_THREAD = 0x2
 _ATTR_ACCESS_POLICY = 1
 _ATTR_SYNC_POLICY = 3
 _NON_BLOCKING = int(_drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
+
+
+@dataclass(frozen=True)
+class AccessPolicyWindow:
+    """An L2 persistence window for a stream (``CUaccessPolicyWindow``).
+
+    The value :attr:`Stream.access_policy_window` takes and returns. ``num_bytes == 0``
+    means no window. Validated when made: ``base_ptr`` and ``num_bytes`` are ints within
+    ``[0, 2**64)`` whose sum stays below ``2**64``, ``hit_ratio`` a real number within
+    ``[0, 1]``, the properties :class:`AccessProperty` values (members of the bindings'
+    enum and plain ints are converted). A ``TypeError`` or ``ValueError`` names the
+    field; the driver checks ``num_bytes`` against the device's largest window when the
+    stream takes it.
+    """
+
+    base_ptr: int
+    num_bytes: int
+    hit_ratio: float = 1.0
+    hit_prop: AccessProperty = AccessProperty.PERSISTING
+    miss_prop: AccessProperty = AccessProperty.STREAMING
+
+    def __post_init__(self) -> None:
+        for name in ("base_ptr", "num_bytes"):
+            v = int_arg(getattr(self, name), name)
+            if not 0 <= v < U64_LIMIT:
+                raise ValueError(f"{name} must be within [0, 2**64), not {v}")
+            object.__setattr__(self, name, v)
+        base, n = self.base_ptr, self.num_bytes
+        if base + n >= U64_LIMIT:
+            raise ValueError(f"base_ptr + num_bytes must stay below 2**64, not {base:#x} + {n:#x}")
+        ratio = self.hit_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)):
+            raise TypeError(f"hit_ratio must be a real number, not {type(ratio).__name__}")
+        if not 0.0 <= ratio <= 1.0:  # also refuses NaN
+            raise ValueError(f"hit_ratio must be within [0, 1], not {ratio}")
+        object.__setattr__(self, "hit_ratio", float(ratio))
+        for name in ("hit_prop", "miss_prop"):
+            value = getattr(self, name)
+            if isinstance(value, (bool, float)):
+                raise TypeError(f"{name} must be an AccessProperty, not {type(value).__name__}")
+            try:
+                prop = AccessProperty(int(value))
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be an AccessProperty, not {value!r}") from None
+            object.__setattr__(self, name, prop)
+
+
+AccessPolicyWindow.__module__ = "cudriver"
 
 
 class Stream(StreamBase, StreamCore, aio.Awaitable):
@@ -260,16 +309,16 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
         _hostfn.launch(self, h, self._key, ctx_key, fn, args, kwargs)
 
     # -- memory operations ----------------------------------------------------------------
+    # The slow paths of the compiled write_value32/64 and wait_value32/64 (what their
+    # bodies leave): memops checks and enqueues, with the width in bytes.
     def _write_value32_slow(
         self, addr: Any, value: int, *, no_memory_barrier: bool = False
     ) -> None:
-        """The slow path of :meth:`Stream.write_value32` (what the compiled body leaves)."""
         memops.write_value(self, addr, value, 4, no_memory_barrier)
 
     def _write_value64_slow(
         self, addr: Any, value: int, *, no_memory_barrier: bool = False
     ) -> None:
-        """The slow path of :meth:`Stream.write_value64` (what the compiled body leaves)."""
         memops.write_value(self, addr, value, 8, no_memory_barrier)
 
     def _wait_value32_slow(
@@ -280,7 +329,6 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
         *,
         flush: bool = False,
     ) -> None:
-        """The slow path of :meth:`Stream.wait_value32` (what the compiled body leaves)."""
         memops.wait_value(self, addr, value, cond, flush, 4)
 
     def _wait_value64_slow(
@@ -291,7 +339,6 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
         *,
         flush: bool = False,
     ) -> None:
-        """The slow path of :meth:`Stream.wait_value64` (what the compiled body leaves)."""
         memops.wait_value(self, addr, value, cond, flush, 8)
 
     def batch_mem_ops(self, ops: Iterable[MemOp]) -> None:
@@ -592,6 +639,3 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
         if self._capture is not None:
             parts.append("capturing")
         return " ".join(parts)
-
-
-# The compiled core's versions of the hot methods, where it is in use.
