@@ -323,6 +323,7 @@ def check(
     modules, imports = package_imports(root, package)
     order = [m for layer in table for m in layer]
     position = {m: i for i, m in enumerate(order)}
+    layer = {m: n for n, members in enumerate(table) for m in members}
     errors = [
         f"{m} is in the table {order.count(m)} times"
         for m in sorted(set(order))
@@ -337,10 +338,12 @@ def check(
         if imp.imported not in modules:
             errors.append(f"{imp}: no such module")
             continue
-        if imp.kind == TYPE or imp.importer not in position or imp.imported not in position:
+        if imp.importer not in position or imp.imported not in position:
             continue
         if position[imp.imported] < position[imp.importer]:
             continue
+        if imp.kind == TYPE and layer[imp.imported] == layer[imp.importer]:
+            continue  # annotations may name a later module of the same layer
         if imp.kind == TOP:
             errors.append(f"{imp}: {imp.imported} is not before {imp.importer} in the table")
         elif (imp.importer, imp.imported) in allowed:

@@ -11,14 +11,17 @@ The rule:
 - ``LAYERS`` is the order of the modules, bottom first: a list of layers, each a list of
   modules in order. A module imports at run time only modules before it, so no ``top``
   imports form a cycle (checked directly too, with the cycle printed).
-- A ``function`` import of a module after the importer is allowed only with an entry in
-  ``UPWARD``, which says why; an entry no import needs any more is an error.
-- ``type`` imports may name any module of the package.
+- A ``function`` import of a module after the importer (a cold path that needs a higher
+  layer) is allowed only with an entry in ``UPWARD``, which says why; an entry no import
+  needs any more is an error.
+- ``type`` imports (for annotations) may name a later module of the importer's own layer;
+  one that names a higher layer needs an ``UPWARD`` entry too (the cold paths' return
+  types).
 - Every module is in ``LAYERS`` exactly once, and every entry of ``LAYERS`` is a module:
   a new module is placed deliberately, where its imports say it belongs.
 
-Today the package is flat: one layer. When it is split into layer subpackages, each
-subpackage becomes one inner list here, and the same check holds.
+Each layer subpackage is one inner list of ``LAYERS``; the public modules at the top are
+placed in the layer their imports give them.
 """
 
 from __future__ import annotations
@@ -262,7 +265,18 @@ def test_a_cycle_is_caught(tmp_path: Path) -> None:
     assert find_cycle(top_graph(imports)) == ["a", "b", "c", "a"]
 
 
-def test_type_checking_imports_may_point_anywhere(tmp_path: Path) -> None:
+def test_type_checking_imports_reach_a_higher_layer_only_when_allowed(tmp_path: Path) -> None:
+    files = {
+        "low.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .high import H\n",
+        "high.py": "class H:\n    pass\n",
+    }
+    table = [["low"], ["high", "__init__"]]
+    root = _package(tmp_path, files)
+    assert any("upward" in v for v in check(root, "pkg", table, {}))
+    assert check(root, "pkg", table, {("low", "high"): "a cold path's return type"}) == []
+
+
+def test_type_checking_imports_may_point_anywhere_in_their_layer(tmp_path: Path) -> None:
     files = {
         "a.py": "from __future__ import annotations\nfrom typing import TYPE_CHECKING\n"
         "import typing\nif TYPE_CHECKING:\n    from .b import B\nif typing.TYPE_CHECKING:\n"
