@@ -20,7 +20,7 @@ import pytest
 
 import cudriver as cu
 from cudriver._lifetime._coerce import refuse_offloaded, virtual_spaces
-from cudriver._memory._ordered import FreeAsync
+from cudriver._memory._core import mem_free_async
 from cudriver._runtime import _bindings
 from cudriver.errors import GUARD, make_error
 
@@ -263,7 +263,7 @@ def test_bindings_that_release_the_gil_are_accepted(version: tuple[int, ...]) ->
 
 def test_releases_that_touch_streams_say_so() -> None:
     # What keeps them from running beside an open capture (_handle.release_state/drain).
-    assert FreeAsync.waits_for_device is True
+    assert mem_free_async(0, None, set(), 0, 0).waits_for_device is True
     from cudriver._memory.pool import _Destroy
 
     assert _Destroy.waits_for_device is True
@@ -352,9 +352,9 @@ def test_real_failures_carry_the_driver_reason() -> None:
         except TypeError:  # cuda-bindings 12.x
             driver.cuGraphAddDependencies(g.handle, [b], [a], 1)
         reason(cu.InvalidValueError, g.instantiate, "Graph cycle detected", "cuGraphInstantiate")
-        # cuMemcpyHtoD to a freed pointer, through the mirror
+        # cuMemcpyHtoD to a pointer freed behind cudriver's back, through the mirror
         p = driver.cuMemAlloc(1 << 20)
-        driver.cuMemFree(p)
+        raw.cuMemFree(p)
         host = np.zeros(16, np.uint8)
         reason(cu.InvalidValueError, lambda: driver.cuMemcpyHtoD(p, host, 16),
                "Allocation not found", "cuMemcpyHtoD")
@@ -525,37 +525,49 @@ def test_a_prepared_launch_of_an_offloaded_virtual_buffer_is_refused() -> None:
 
 @pytest.mark.gpu
 def test_host_node_graph_launches_blocked_by_the_driver_let_a_python_thread_open_the_gate() -> None:
-    # The driver blocks cuGraphLaunch of a graph with a host node after about 28
-    # pending launches behind a waiting stream. The thread that opens the gate needs
-    # the GIL meanwhile: cudriver's launch must not hold it.
+    # A launch blocked inside the driver must not hold the GIL: the thread that opens
+    # the gate is Python. The launch is blocked for certain here: another thread sits
+    # in a raw cuMemFree behind b's wait, which holds a driver lock that launches need
+    # (measured on CUDA 13.0; the host-node launch queue that blocked after about 28
+    # launches once did not block at 20,000 on the same driver).
     run_isolated(
         """
         import time
+        from cuda.bindings import driver as raw
         make_current()
-        s, cap = cu.Stream(), cu.Stream()
+        s, b, cap = cu.Stream(), cu.Stream(non_blocking=True), cu.Stream()
         ran = []
         with cap.capture() as g:
             cap.launch_host_func(ran.append, 1)
         exe = g.instantiate()
         gate = cu.PinnedBuffer(4, mapped=True)
         gate.array(np.uint32)[0] = 0
-        s.wait_value32(gate, 1)
+        b.wait_value32(gate, 1)
+        victim = raw.cuMemAlloc(1024)[1]
+        freer = threading.Thread(target=lambda: raw.cuMemFree(victim))
+        freer.start()
+        time.sleep(0.3)  # inside cuMemFree now, behind b's wait
         opened = []
 
         def opener():
             time.sleep(1.0)
+            opened.append(time.monotonic())  # before the gate opens: see below
             gate.array(np.uint32)[0] = 1
-            opened.append(time.monotonic())
 
         t = threading.Thread(target=opener)
         t.start()
         t0 = time.monotonic()
         for _ in range(100):
             exe.launch(s)
+        t1 = time.monotonic()
         t.join(30)
+        freer.join(30)
         s.synchronize()
         assert opened and len(ran) == 100, (opened, len(ran))
-        print("blocked launches waited", round(opened[0] - t0, 2), "s for the gate")
+        # The launching thread was blocked in the driver until the gate opened (else
+        # this test shows nothing): its loop ended after the opener's timestamp.
+        assert t1 >= opened[0], ("the launches never blocked", t1 - t0)
+        print("blocked launches waited", round(t1 - t0, 2), "s for the gate")
         print("OK")
         """
     )

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from cuda.bindings import driver as raw
 
@@ -97,3 +99,97 @@ def test_mirror_on_gpu(ctx: cu.Context) -> None:
     free, total = driver.cuMemGetInfo()
     assert 0 < free <= total
     assert driver.cuDriverGetVersion() >= 12000
+
+
+# -- device memory cudriver freed ----------------------------------------------------
+
+
+@pytest.fixture
+def freed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """One freed 1 KiB range at 0x7F0000000000 that the (fake) driver no longer knows.
+
+    Returns the addresses the fake ``cuMemGetAddressRange`` was asked about.
+    """
+    from cudriver._runtime import _freed
+
+    asked: list[int] = []
+
+    def address_range(ptr: object) -> tuple[object, ...]:
+        asked.append(int(ptr))  # type: ignore[call-overload]
+        return (raw.CUresult.CUDA_ERROR_NOT_FOUND, None, None)
+
+    monkeypatch.setattr(raw, "cuMemGetAddressRange", address_range)
+    _freed.clear()
+    _freed.noted(0x7F0000000000, 1024)
+    yield asked
+    _freed.clear()
+
+
+@pytest.mark.parametrize("face", ["checked", "compat"])
+@pytest.mark.parametrize(
+    ("call", "role"),
+    [
+        (lambda d, p: d.cuMemcpy(p, p, 16), "dst"),
+        (lambda d, p: d.cuMemcpy(0x1000, p + 1000, 16), "src"),
+        (lambda d, p: d.cuMemcpyDtoH(0x1000, p + 8, 16), "srcDevice"),
+        (lambda d, p: d.cuMemsetD8(dstDevice=p + 1, uc=0, N=16), "dstDevice"),
+        (lambda d, p: d.cuMemcpyAsync(p, 0x1000, 16, 0), "dst"),
+        (lambda d, p: d.cuStreamWriteValue32(0, p, 1, 0), "addr"),
+        (lambda d, p: d.cuMemFree(raw.CUdeviceptr(p)), "dptr"),
+    ],
+)
+def test_an_address_cudriver_freed_is_refused_before_the_driver(
+    freed: list[int], face: str, call: object, role: str
+) -> None:
+    from cudriver.compat import driver as compat
+
+    mirror = driver if face == "checked" else compat
+    p = 0x7F0000000000
+    with pytest.raises(cu.InvalidValueError) as info:
+        call(mirror, p)  # type: ignore[operator]
+    msg = str(info.value)
+    assert msg.startswith(f"{info.value.func} failed: CUDA_ERROR_INVALID_VALUE")
+    assert f"{role}=0x" in msg and "allocation at 0x7f0000000000, 1024 bytes" in msg
+    assert "cudriver freed" in msg and len(freed) == 1
+
+
+def test_addresses_outside_the_freed_range_go_to_the_driver(
+    freed: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cudriver._runtime import _freed, _mirror
+
+    for addr in (0x7F0000000000 - 1, 0x7F0000000000 + 1024, 0, None, 1.5, "x"):
+        _mirror.refuse_freed("cuMemcpy", "dst", addr)
+    assert freed == []
+    assert _freed.freed_range(0x7F0000000000 + 1023) == (0x7F0000000000, 0x7F0000000400)
+
+
+def test_an_address_handed_out_again_is_allowed_and_forgotten(
+    freed: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cudriver._runtime import _freed, _mirror
+
+    p = 0x7F0000000000
+    monkeypatch.setattr(
+        raw, "cuMemGetAddressRange", lambda ptr: (raw.CUresult.CUDA_SUCCESS, p, 4096)
+    )
+    _mirror.refuse_freed("cuMemcpy", "dst", p + 8)
+    assert _freed.freed_range(p + 8) is None and _freed.count() == 0
+
+
+def test_the_freed_record_keeps_the_newest_ranges() -> None:
+    from cudriver._runtime import _freed
+
+    _freed.clear()
+    try:
+        for i in range(_freed.CAP + 1):
+            _freed.noted(0x10000000 + i * 0x1000, 0x800)
+        assert _freed.count() <= _freed.CAP
+        newest = 0x10000000 + _freed.CAP * 0x1000
+        assert _freed.freed_range(newest + 0x7FF) == (newest, newest + 0x800)
+        assert _freed.freed_range(newest + 0x800) is None  # between two ranges
+        assert _freed.freed_range(0x10000000) is None  # the oldest went first
+        _freed.noted(newest, 0x10)  # freed again, smaller: the newest record wins
+        assert _freed.freed_range(newest + 0x10) is None
+    finally:
+        _freed.clear()

@@ -12,6 +12,7 @@ from cuda.bindings import driver as _drv
 
 import cudriver as cu
 from cudriver._context import green
+from cudriver._lifetime import _handle
 
 from ._support import Mapped
 
@@ -442,6 +443,58 @@ def test_a_green_context_closed_with_work_in_flight_waits_for_it(
     del s, k
     _gc.collect()
     cu.Stream(non_blocking=True, context=ctx).synchronize()
+
+
+@pytest.mark.gpu
+def test_what_was_made_in_a_closed_green_context_stays_usable(
+    ctx: cu.Context, device: cu.Device, cubin: Any
+) -> None:
+    # Found from outside: after close() with work in flight, copy_to() of a buffer
+    # made in the green context raised ClosedError, holding the results hostage.
+    _n, groups, _ = _pair(device)
+    gc = cu.GreenContext(groups[0])
+    s = gc.create_stream()
+    module = cu.Module.load(cubin, context=gc)
+    out = cu.DeviceBuffer.empty(4096, np.uint32, context=gc)
+    out.fill(0xFF, stream=s)
+    module.kernel("smids").launch(s, 4096, 64, out, np.int64(200000))
+    done = cu.Event(context=gc)
+    done.record(s)
+    gc.close()
+    assert gc.closed
+    done.synchronize()
+    s.synchronize()
+    host = out.copy_to()  # the results of the work in flight
+    assert (host < device.multiprocessor_count).all()
+    # Everything made in it keeps working: copies, fills, views, lookups, launches.
+    view = out.view(0, 64)
+    view.copy_from(np.arange(16, dtype=np.uint32))
+    assert np.array_equal(view.copy_to().view(np.uint32), np.arange(16, dtype=np.uint32))
+    out.fill(3, stream=s)
+    module.kernel("smids").launch(s, 4, 64, out, np.int64(0))
+    s.synchronize()
+    assert (out.copy_to()[4:] == 0x03030303).all()  # fill() writes bytes
+    other = cu.DeviceBuffer(out.nbytes, context=ctx)
+    other.copy_from(out)
+    assert np.array_equal(other.copy_to().view(np.uint32), out.copy_to())
+    # Nothing new is made in it, and its own methods refuse.
+    for make in (
+        lambda: cu.DeviceBuffer(16, context=gc),
+        lambda: cu.Event(context=gc),
+        lambda: cu.Module.load(cubin, context=gc),
+        gc.create_stream,
+        gc.synchronize,
+        lambda: gc.mem_info,
+    ):
+        with pytest.raises(cu.ClosedError, match="GreenContext is closed"):
+            make()
+    # The driver context goes with its last object.
+    state = gc._state
+    del s, module, out, view, done, host
+    _gc.collect()
+    cu.Stream(non_blocking=True, context=ctx).synchronize()
+    _handle.settle()
+    assert state.handle is None
 
 
 @pytest.mark.gpu

@@ -36,7 +36,8 @@ from ._imports import FUNCTION, TOP, TYPE, Import, check, find_cycle, package_im
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 LAYERS: list[list[str]] = [
-    # L0, the runtime: bindings and versions, enums, the call guard, the errors, the mirror.
+    # L0, the runtime: bindings and versions, enums, the call guard, the errors, the freed
+    # addresses, the mirror.
     [
         "_runtime",
         "_runtime._enums",
@@ -44,6 +45,8 @@ LAYERS: list[list[str]] = [
         "errors",
         "_runtime._entry",
         "_runtime._bindings",
+        "_runtime._freed",
+        "_runtime._gates",
         "_runtime._mirror",
         "_runtime._calls",
         "_runtime._init",

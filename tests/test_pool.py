@@ -455,7 +455,8 @@ def test_a_pool_is_destroyed_only_after_the_frees_into_it_have_run() -> None:
         pool4.close()
         assert done.query(), "the pool was destroyed with the free on a closed stream pending"
         from cudriver._lifetime import _handle
-        assert _handle.pending_releases() == 0  # and the stream went after the pool
+        from cudriver._lifetime import _release
+        assert _handle.pending_releases() == 0, _release.describe_pending()  # stream went too
         print("OK")
         """
     )

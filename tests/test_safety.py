@@ -8,6 +8,7 @@ process. The test asserts the exit status and that the script reached its end.
 from __future__ import annotations
 
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -173,6 +174,132 @@ def test_mirror_host_function_survives_replays() -> None:
     )
 
 
+@pytest.mark.gpu
+def test_a_raw_copy_on_memory_cudriver_freed_is_refused_not_a_crash() -> None:
+    # Found from outside: cuMemcpy(p, p, 16) through the mirror, p a freed 1 KiB
+    # allocation, killed the process without a message (unified addressing takes an
+    # unknown address for host memory).
+    run_isolated(
+        """
+        from cuda.bindings import driver as raw
+        from cudriver.compat import driver as compat
+        make_current()
+        host = np.zeros(64, np.uint8)
+        buf = cu.DeviceBuffer(1024)
+        p = int(buf)
+        buf.close()
+        q = driver.cuMemAlloc(4096)  # freed through the mirror: cudriver freed it too
+        driver.cuMemFree(q)
+        for face in (driver, compat):
+            for call, ptr in (
+                (lambda a: face.cuMemcpy(a, a, 16), p),
+                (lambda a: face.cuMemcpy(host.ctypes.data, a + 512, 16), p),
+                (lambda a: face.cuMemcpyDtoH(host.ctypes.data, a, 16), p),
+                (lambda a: face.cuMemsetD8(a + 8, 0, 16), p),
+                (lambda a: face.cuMemcpy(a, a, 16), int(q)),
+                (lambda a: face.cuMemFree(a), int(q)),
+            ):
+                try:
+                    call(ptr)
+                except cu.InvalidValueError as exc:
+                    assert f"allocation at {ptr:#x}" in str(exc), exc
+                else:
+                    raise AssertionError("not refused")
+        # Handed out again (the driver reuses the address): allowed, as any live memory.
+        again = [cu.DeviceBuffer(1024) for _ in range(64)]
+        live = [b for b in again if int(b) <= p < int(b) + 1024]
+        assert live, "the driver never handed the address out again"
+        driver.cuMemsetD8(p, 7, 16)
+        compat.cuMemcpy(p + 16, p, 16)
+        assert (live[0].copy_to()[:32] == 7).all()
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_releases_beside_a_torch_graph_capture_leave_it_valid() -> None:
+    # A release that waits for the device (cuMemFree, cuStreamDestroy, ...) during a
+    # capture begun outside cudriver, in GLOBAL mode, invalidated it.
+    pytest.importorskip("torch")
+    run_isolated(
+        """
+        import torch
+        make_current()
+        x = torch.zeros(16, device="cuda")
+        torch.cuda.synchronize()
+        bufs = [cu.DeviceBuffer(4096) for _ in range(4)]
+        pinned = cu.PinnedBuffer(4096)
+        ev = cu.Event()
+        st = cu.Stream()
+        other = cu.Stream(non_blocking=True)
+        ordered = cu.DeviceBuffer(4096, stream=other)
+        module = cu.Module.load(cu.compile(FILL, arch=cu.Device(0), target="cubin"))
+        other.synchronize()
+        states = [b._state for b in bufs] + [pinned._state, ordered._state, module._state]
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):  # capture_error_mode="global"
+            x += 1
+            bufs[0].close()  # on the capturing thread
+            del bufs[1]
+            pinned.close()
+            ev.close()
+            st.close()
+            ordered.close()
+            del module
+            gc.collect()
+            t = threading.Thread(target=lambda: bufs.pop().close())  # on another thread
+            t.start()
+            t.join()
+            x += 1
+        g.replay()
+        torch.cuda.synchronize()
+        assert (x == 2).all(), x
+        del bufs
+        gc.collect()
+        cu.Context.current().synchronize()
+        assert all(s.handle is None for s in states), [s.handle for s in states]
+        print("OK")
+        """
+    )
+
+
+@pytest.mark.gpu
+def test_a_stream_ordered_free_stays_out_of_a_raw_capture_of_its_stream() -> None:
+    # A raw cuStreamBeginCapture on a cudriver stream: dropping a buffer allocated on
+    # that stream captured its cuMemFreeAsync into the foreign graph.
+    run_isolated(
+        """
+        import time
+        from cuda.bindings import driver as raw
+        make_current()
+        (fill,) = kernels("fill")
+        s = cu.Stream(non_blocking=True)
+        buf = cu.DeviceBuffer(4096, stream=s)
+        s.synchronize()
+        state = buf._state
+        out = cu.DeviceBuffer(4096)
+        mode = raw.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL
+        assert int(raw.cuStreamBeginCapture(s.handle, mode)[0]) == 0
+        fill.launch(s, 4, 256, out, np.uint32(5), 1024)
+        del buf
+        gc.collect()
+        time.sleep(0.1)  # the releasing thread had its chance
+        r = raw.cuStreamEndCapture(s.handle)
+        assert int(r[0]) == 0, r
+        nodes = raw.cuGraphGetNodes(r[1], 0)
+        assert int(nodes[0]) == 0 and nodes[2] == 1, nodes  # the kernel alone
+        deadline = time.monotonic() + 10
+        while state.handle is not None:  # freed once the capture ended
+            assert time.monotonic() < deadline, "never freed"
+            time.sleep(0.01)
+        raw.cuGraphDestroy(r[1])
+        s.synchronize()
+        print("OK")
+        """
+    )
+
+
 # -- hangs ------------------------------------------------------------------------------
 
 
@@ -222,6 +349,129 @@ def test_kernel_lookup_after_an_eager_load_does_not_wait_under_lazy_loading() ->
         print("OK")
         """,
         env={"CUDA_MODULE_LOADING": "LAZY"},
+    )
+
+
+SIX_KERNELS = r"""
+extern "C" __global__ void setflag(unsigned* p, unsigned v) { *p = v; }
+extern "C" __global__ void setflag2(unsigned* p, unsigned v) { *p = v + 1u; }
+extern "C" __global__ void add1(unsigned* p) { *p += 1u; }
+extern "C" __global__ void zero(unsigned* p) { *p = 0u; }
+extern "C" __global__ void copy(unsigned* d, const unsigned* s) { *d = *s; }
+extern "C" __global__ void twice(unsigned* p) { *p *= 2u; }
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("run", range(4))
+def test_lookup_from_a_ptx_file_behind_a_pinned_gate_under_lazy_loading(
+    run: int, tmp_path: pathlib.Path
+) -> None:
+    # Found from outside: a module of six kernels loaded from a PTX file, two
+    # blocking streams, a gate in pinned memory that b waits on; the kernel that
+    # opens the gate is looked up and launched after the wait. It blocked once in
+    # two runs: each run here is a fresh process.
+    ptx = tmp_path / "six.ptx"
+    ptx.write_bytes(
+        run_isolated(
+            f"""
+            image = cu.compile({SIX_KERNELS!r}, arch=cu.Device(0), target="ptx")
+            sys.stdout.write(image.decode() if isinstance(image, bytes) else image)
+            print("OK")
+            """
+        )
+        .rstrip()[: -len("OK")]
+        .encode()
+    )
+    run_isolated(
+        f"""
+        import pathlib
+        make_current()
+        mod = cu.Module.load(pathlib.Path({str(ptx)!r}))
+        gate = cu.PinnedBuffer(4)
+        gate.array(np.uint32)[0] = 0
+        a = cu.Stream()
+        b = cu.Stream()
+        b.wait_value32(gate, 1, cu.WaitCondition.GEQ)
+        mod.kernel("setflag2").launch(a, 1, 1, gate.device_ptr, np.uint32(1))
+        a.synchronize()
+        b.synchronize()
+        assert int(gate.array(np.uint32)[0]) == 2
+        gc.collect()
+        print("OK")
+        """,
+        env={"CUDA_MODULE_LOADING": "LAZY"},
+    )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("loading", ["LAZY", "EAGER", None])
+def test_lookup_and_launch_never_run_a_release_that_waits_for_the_device(
+    loading: str | None,
+) -> None:
+    # What made the outside program block once in two runs: garbage collected before the
+    # lookup left a synchronous free (cuMemFree, cuMemFreeHost, cuModuleUnload: each
+    # waits for the whole device, behind b's wait) that the lookup's new Kernel ran
+    # on the calling thread, before the launch that opens the gate.
+    run_isolated(
+        """
+        make_current()
+        module = cu.Module.load(cu.compile(FILL, arch=cu.Device(0), target="cubin"))
+        gate = cu.PinnedBuffer(4)
+        gate.array(np.uint32)[0] = 0
+        junk = [cu.DeviceBuffer(1024), cu.PinnedBuffer(1024),
+                cu.Module.load(cu.compile(FILL, arch=cu.Device(0), target="cubin"))]
+        a = cu.Stream()
+        b = cu.Stream()
+        b.wait_value32(gate, 1, cu.WaitCondition.GEQ)
+        del junk  # queued: the releasing thread runs them, once b lets the device idle
+        kernel = module.kernel("fill")
+        kernel.launch(a, 1, 1, gate.device_ptr, np.uint32(1), 1)
+        extra = cu.DeviceBuffer(64)  # a constructor, a close: none runs them either
+        extra.close()
+        cu.Event().record(a)
+        a.synchronize()
+        b.synchronize()
+        assert int(gate.array(np.uint32)[0]) == 1
+        print("OK")
+        """,
+        env={"CUDA_MODULE_LOADING": loading} if loading else None,
+        timeout=60,
+    )
+
+
+@pytest.mark.gpu
+def test_a_stream_wait_does_not_wait_for_a_release_stuck_behind_another_stream() -> None:
+    # b waits for the host; a free queued meanwhile waits for the whole device. a's
+    # synchronize() waits for a only: it must not wait for that release, since the host
+    # opens b's gate only after it returns.
+    run_isolated(
+        """
+        import time
+        from cudriver._lifetime import _release
+        ctx = make_current()
+        gate = cu.PinnedBuffer(4)
+        gate.array(np.uint32)[0] = 0
+        a = cu.Stream()
+        b = cu.Stream(non_blocking=True)
+        done = cu.Event()
+        b.wait_value32(gate, 1, cu.WaitCondition.GEQ)
+        junk = cu.DeviceBuffer(1024)
+        del junk
+        deadline = time.monotonic() + 5
+        while not _release.releasing():  # the releasing thread is in cuMemFree now
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        a.synchronize()
+        done.record(a)
+        done.synchronize()
+        gate.array(np.uint32)[0] = 1
+        b.synchronize()
+        ctx.synchronize()
+        assert _release.pending_releases() == 0, _release.describe_pending()
+        print("OK")
+        """,
+        timeout=60,
     )
 
 
@@ -366,7 +616,7 @@ def test_buffer_closed_during_its_own_launch_is_released_after_it() -> None:
     run_isolated(
         """
         from cudriver._lifetime import _handle
-        make_current()
+        ctx = make_current()
         (spin,) = kernels("spin_fill")
         s = cu.Stream(non_blocking=True)
         n = 1 << 16
@@ -387,9 +637,14 @@ def test_buffer_closed_during_its_own_launch_is_released_after_it() -> None:
                 buf.stream.synchronize()
             spin.launch(s, n // 256, 256, buf, np.uint32(5), n, 1 << 22)
             assert buf.closed and seen == [True] * len(seen) and seen, seen
-            assert st.handle is None  # released once the launch let go
+            # Queued once the launch let go (the launching thread runs no release):
+            # the releasing thread frees it, after the kernel (a synchronous free
+            # waits for it; a stream-ordered one is ordered after it).
             s.synchronize()  # the kernel ran on memory still allocated: no fault
-        assert _handle.pending_releases() == 0
+            ctx.synchronize()
+            assert st.handle is None
+        from cudriver._lifetime import _release
+        assert _handle.pending_releases() == 0, _release.describe_pending()
         print("OK")
         """
     )

@@ -44,7 +44,7 @@ from cuda.bindings import driver as _raw
 from ._lifetime import _hostfn
 from ._lifetime._coerce import raw_stream_handle
 from ._lifetime._handle import Handle
-from ._runtime import _bindings, _calls
+from ._runtime import _bindings, _calls, _gates
 from .errors import GUARD, NotSupportedError, error_for
 
 __all__ = ["cuLaunchHostFunc"]
@@ -98,6 +98,7 @@ def cuLaunchHostFunc(hStream: Any, fn: Any, userData: Any) -> None:
     code = call(int(h), fn_addr, data)
     if code:
         raise error_for(code, call)
+    _gates.note(hStream if isinstance(hStream, Handle) else h)  # it may wait for the program
 
 
 def _refuse_v2(*args: Any, **kwargs: Any) -> None:

@@ -13,6 +13,7 @@ The one "make this context current for a moment" helper lives in ``_current``
 from __future__ import annotations
 
 import operator
+import os
 import threading
 import uuid as _uuid
 import weakref
@@ -190,6 +191,36 @@ class Device:
             raw = raw.encode("latin-1")
         return _uuid.UUID(bytes=bytes(raw)[:16])
 
+    @classmethod
+    def from_uuid(cls, uuid: _uuid.UUID | bytes | str) -> Device:
+        """The visible device whose UUID is ``uuid`` (``cuDeviceGetUuid`` of each, cached).
+
+        Ordinals depend on ``CUDA_VISIBLE_DEVICES``; a UUID names the same GPU in every
+        process of the machine. ``uuid`` is a :class:`uuid.UUID`, its 16 bytes, or its
+        text (``"GPU-"`` prefix allowed, as ``nvidia-smi -L`` prints it).
+
+        Raises
+        ------
+        ValueError
+            No visible device has that UUID (the message names it and
+            ``CUDA_VISIBLE_DEVICES``).
+        """
+        key = _uuid_bytes(uuid)
+        ordinal = _by_uuid.get(key)
+        if ordinal is None:
+            for dev in cls.all():
+                _by_uuid[dev.uuid.bytes] = dev.ordinal
+            ordinal = _by_uuid.get(key)
+            if ordinal is None:
+                visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+                where = "unset" if visible is None else repr(visible)
+                raise ValueError(
+                    f"device GPU-{_uuid.UUID(bytes=key)} is not visible in this process "
+                    f"(CUDA_VISIBLE_DEVICES is {where}; compare it with the process the "
+                    "device came from)"
+                )
+        return cls(ordinal)
+
     @property
     def pci_bus_id(self) -> str:
         """The PCI bus id, ``"0000:18:00.0"`` (``cuDeviceGetPCIBusId``)."""
@@ -310,7 +341,8 @@ class Device:
         return f"<cudriver.Device {self._ordinal}{name}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Device, (self._ordinal,))
+        # By UUID: another process may number the GPUs apart (CUDA_VISIBLE_DEVICES).
+        return (_device_of_uuid, (self.uuid.bytes,))
 
 
 class Context(Handle):
@@ -441,8 +473,32 @@ class Context(Handle):
         self.pop()
 
     def _scope(self) -> _Scope:
-        """Make this context current for a ``with`` block, pushing only when it is not."""
-        return _Scope(self)
+        """Make this context current for a ``with`` block, pushing only when it is not.
+
+        For the objects made in the context: it works after :meth:`close` while the
+        driver context still exists (:meth:`_live`). The context's own methods use
+        :meth:`_own_scope`, which refuses a closed context.
+        """
+        return _Scope(self, False)
+
+    def _own_scope(self) -> _Scope:
+        """:meth:`_scope` for the context's own methods: ``ClosedError`` once closed."""
+        return _Scope(self, True)
+
+    def _live(self) -> Any:
+        """The handle while the driver context exists, also after :meth:`close`.
+
+        ``close()`` destroys the context only after the last object made in it is
+        released (each holds it); until then those objects keep working in it, so
+        the results of work in flight at ``close()`` can still be read.
+        ``ClosedError`` once the context is destroyed.
+        """
+        h = self._h
+        if h is None:
+            h = self._state.handle  # None once released
+            if h is None:
+                self._raise_closed()
+        return h
 
     # -- properties -----------------------------------------------------------------
     @property
@@ -471,13 +527,13 @@ class Context(Handle):
 
         Numerically lower values are higher priorities: greatest is e.g. ``-5``.
         """
-        with self._scope():
+        with self._own_scope():
             least, greatest = _cd.cuCtxGetStreamPriorityRange()
         return int(least), int(greatest)
 
     def _create_stream(self, flags: int, priority: int | None) -> Any:
         """A new stream of this context (``cuStreamCreate``, or ``...WithPriority``)."""
-        with self._scope():
+        with self._own_scope():
             if priority is None:
                 return _cd.cuStreamCreate(flags)
             return _cd.cuStreamCreateWithPriority(flags, priority)
@@ -485,16 +541,22 @@ class Context(Handle):
     def synchronize(self) -> None:
         """Wait for all work in this context (``cuCtxSynchronize``); blocks the thread.
 
-        Then raises :class:`~cudriver.HostCallbackError` if a host function that ran
-        on a stream of this context raised and no ``synchronize()`` collected it yet.
+        The releases queued before the call (objects dropped, closed while in use) run
+        first, and those queued meanwhile after it: what was dropped before the call is
+        freed when it returns (stream-ordered memory back in its pool, and trimmed to
+        the pool's release threshold by the wait). Then raises
+        :class:`~cudriver.HostCallbackError` if a host function that ran on a stream of
+        this context raised and no ``synchronize()`` collected it yet.
         """
+        if _handle.pending_releases() or _handle.releasing():
+            _handle.settle()
         st = _pins.pin(self)  # a close() on another thread waits for the call
         try:
-            with self._scope():
+            with self._own_scope():
                 _cd.cuCtxSynchronize()
         finally:
             _pins.unpin(st)
-        if _handle.deferred or _handle.releasing():
+        if _handle.pending_releases() or _handle.releasing():
             _handle.settle()
         if _hostfn.PENDING:
             # re-raise errors of host functions that ran on this context's streams
@@ -503,7 +565,7 @@ class Context(Handle):
     @property
     def mem_info(self) -> tuple[int, int]:
         """``(free, total)`` memory of the context's device in bytes (``cuMemGetInfo``)."""
-        with self._scope():
+        with self._own_scope():
             free, total = _cd.cuMemGetInfo()
         return int(free), int(total)
 
@@ -511,14 +573,14 @@ class Context(Handle):
     def get_limit(self, limit: Limit | int) -> int:
         """Read a context limit (``cuCtxGetLimit``)."""
         lim = _limit(limit)
-        with self._scope():
+        with self._own_scope():
             return int(_cd.cuCtxGetLimit(lim))
 
     def set_limit(self, limit: Limit | int, value: int) -> None:
         """Set a context limit (``cuCtxSetLimit``); may allocate device memory."""
         v = uint_arg(value, "limit value")
         lim = _limit(limit)
-        with self._scope():
+        with self._own_scope():
             _cd.cuCtxSetLimit(lim, v)
 
     @property
@@ -567,19 +629,45 @@ def _forget_borrowed(key: int) -> Callable[[], None]:
 class _Scope:
     """``with ctx._scope():`` makes ``ctx`` current for the block (push/pop if needed)."""
 
-    __slots__ = ("ctx", "pushed")
+    __slots__ = ("ctx", "own", "pushed")
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, own: bool) -> None:
         self.ctx = ctx
+        self.own = own
         self.pushed = False
 
     def __enter__(self) -> None:
         ctx = self.ctx
-        self.pushed = enter_context(ctx._closed_check(), ctx._key)
+        h = ctx._closed_check() if self.own else ctx._live()
+        self.pushed = enter_context(h, ctx._key)
 
     def __exit__(self, *exc: object) -> None:
         pushed, self.pushed = self.pushed, False
         leave_context(pushed)
+
+
+#: Device ordinals by UUID bytes (``Device.from_uuid``'s cache).
+_by_uuid: dict[bytes, int] = {}
+
+
+def _uuid_bytes(value: object) -> bytes:
+    """The 16 bytes of a UUID given as a ``uuid.UUID``, bytes or text."""
+    if isinstance(value, _uuid.UUID):
+        return value.bytes
+    if isinstance(value, (bytes, bytearray)) and len(value) == 16:
+        return bytes(value)
+    if isinstance(value, str):
+        text = value[4:] if value.upper().startswith("GPU-") else value
+        try:
+            return _uuid.UUID(text).bytes
+        except ValueError:
+            raise ValueError(f"not a device UUID: {value!r}") from None
+    raise TypeError(f"uuid must be a uuid.UUID, 16 bytes or a str, not {type(value).__name__}")
+
+
+def _device_of_uuid(raw: bytes) -> Device:
+    """Unpickle a :class:`Device`: the visible device with that UUID."""
+    return Device.from_uuid(raw)
 
 
 def _limit(limit: Any) -> Any:
@@ -635,8 +723,16 @@ def device_arg(device: object) -> Device:
 
 
 def context_arg(context: object) -> Context | None:
-    """``context`` when it is a :class:`Context` or None, else ``TypeError``."""
-    if context is None or isinstance(context, Context):
+    """``context`` when it is an open :class:`Context` or None.
+
+    ``TypeError`` for another type; ``ClosedError`` for a closed context (nothing new
+    is made in a context its owner closed).
+    """
+    if context is None:
+        return None
+    if isinstance(context, Context):
+        if context._h is None:
+            context._raise_closed()
         return context
     raise TypeError(f"context must be a cudriver.Context or None, not {type(context).__name__}")
 

@@ -755,7 +755,7 @@ class _Site:
     def ctx_handle(self) -> Any:
         """The context of the graph's work, or the current one for a foreign graph."""
         if self.ctx is not None:
-            return self.ctx.handle
+            return self.ctx._live()
         return _calls.cuCtxGetCurrent()
 
     def added(self, nh: Any, *keep: Any, cls: type[GraphNode] = GraphNode) -> Any:
@@ -1007,7 +1007,7 @@ class GraphExec(Handle, GraphExecCore):
         """
         p, keep = memcpy_params(dst, src, nbytes)
         with self._node(node) as nh:
-            ctx = self._context.handle if self._context is not None else _drv.CUcontext(0)
+            ctx = self._context._live() if self._context is not None else _drv.CUcontext(0)
             _cd.cuGraphExecMemcpyNodeSetParams(self.handle, nh, p, ctx)
             self._keep_for(nh, keep)
 
@@ -1034,7 +1034,7 @@ class GraphExec(Handle, GraphExecCore):
             )
         p, keep = memset_params(dst, value, element_size, count)
         with self._node(node) as nh:
-            ctx = self._context.handle if self._context is not None else _drv.CUcontext(0)
+            ctx = self._context._live() if self._context is not None else _drv.CUcontext(0)
             _cd.cuGraphExecMemsetNodeSetParams(self.handle, nh, p, ctx)
             self._keep_for(nh, (keep,) if keep is not None else ())
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from typing_extensions import Self
 
@@ -20,6 +20,7 @@ from ._release import (
     State,
     deferred,
     drain,
+    drain_quick,
     drop_deps,
     held,
     link,
@@ -41,6 +42,7 @@ __all__ = [
     "Lease",
     "release_state",
     "drain",
+    "drain_quick",
     "deferred",
     "pending_releases",
     "unpinned",
@@ -79,6 +81,15 @@ class Lease:
             queue_if_free(st)
         except TypeError:  # at interpreter exit, once this module's globals are gone
             pass
+
+
+class NeverOpenedError(ClosedError, AttributeError):
+    """A field of an object made without its constructor: closed, and missing.
+
+    A :class:`~cudriver.ClosedError` for the caller, and an ``AttributeError`` for
+    ``getattr(obj, name, default)`` and ``hasattr``, which then answer as for any
+    missing attribute.
+    """
 
 
 class Handle(HandleRoot):
@@ -123,8 +134,8 @@ class Handle(HandleRoot):
         self._owned = owned
         self._owner = owner
         start_releasing_thread()
-        if deferred:
-            drain()
+        if deferred:  # those that may wait for the device: by the releasing thread
+            drain_quick()
         state = _State(handle, release if owned else None, func, self._kind, keep, on_release)
         if used_on is not None:
             state.used_on = used_on
@@ -155,8 +166,8 @@ class Handle(HandleRoot):
         if fin is not None:
             fin.detach()
         release_state(self._state)
-        if deferred:
-            drain()
+        if deferred:  # those that may wait for the device: by the releasing thread
+            drain_quick()
 
     def _pin_target(self) -> Handle:
         """What a driver call on this object pins: itself (a kernel: its module)."""
@@ -183,6 +194,20 @@ class Handle(HandleRoot):
 
     def _raise_closed(self) -> NoReturn:
         raise ClosedError(f"{self._kind} is closed")
+
+    if not TYPE_CHECKING:  # at run time only: type checkers keep catching misspelt names
+
+        def __getattr__(self, name: str) -> Any:
+            # Only when the attribute is missing: on an object that was never opened (made
+            # with ``cls.__new__(cls)``, no constructor ran) that is one of its fields, and
+            # the answer is the one a closed object gives, not an AttributeError.
+            # (A property whose field is missing lands here too, under its own name.)
+            never_opened: Any = self._key is None
+            if never_opened and not name.startswith("__"):
+                raise NeverOpenedError(
+                    f"{self._kind} is closed (never opened: made without its constructor)"
+                )
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def handle(self) -> Any:

@@ -61,7 +61,7 @@ from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from .._runtime import _bindings
+from .._runtime import _bindings, _gates
 from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, HostCallbackError, error_for
 from . import capture
@@ -250,12 +250,16 @@ def launch(
     if GUARD.armed:
         GUARD.check()
     if stream is None:
-        return _launch(h, stream_key, ctx_key, fn, args, kwargs)
+        rec = _launch(h, stream_key, ctx_key, fn, args, kwargs)
+        _gates.note(h)  # the function may wait for the program
+        return rec
     pins = pin2(stream)
     try:
-        return _launch(h, stream_key, ctx_key, fn, args, kwargs)
+        rec = _launch(h, stream_key, ctx_key, fn, args, kwargs)
     finally:
         unpin2(*pins)
+    _gates.note(stream)
+    return rec
 
 
 def _launch(

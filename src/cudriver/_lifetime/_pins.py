@@ -68,6 +68,8 @@ def call_pinned(obj: Handle, fn: Any) -> Any:
     The pure hot paths of the one-handle calls (a query, a wait): the call guard, the
     pin (see :func:`pin2`), the call; returns the status tuple.
     """
+    if obj._h is None:  # closed, or never opened (then it has no state to pin)
+        obj._raise_closed()
     if GUARD.armed:
         GUARD.check()
     # pin2(obj) and unpin2, written out: this is every query's and wait's path.
@@ -143,6 +145,8 @@ def pin(obj: Handle) -> _State:
     """
     t = obj._pin_target()
     st = t._state
+    if st is None:  # never opened (made without its constructor)
+        (obj if obj._h is None else t)._raise_closed()
     st.pins.append(None)
     if obj._h is None or t._h is None:
         unpin(st)

@@ -39,6 +39,9 @@ cdef class FastRelease:
     # Whether it may run where collection dropped its object (it neither waits for the
     # device nor takes a lock, and needs nothing ordered first).
     cdef bint at_collection(self) except -1
+    # Whether it would enqueue on a stream that is capturing now (a capture begun
+    # outside cudriver): the release then waits for the capture's end.
+    cdef bint capturing(self) except -1
 
 
 cdef bint held_(State st) except -1

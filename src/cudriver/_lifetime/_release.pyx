@@ -42,7 +42,9 @@ cimport cython
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
-from cudriver._runtime._entry cimport GUARD, SUCCESS, code
+from cudriver._runtime._entry cimport (
+    GUARD, SUCCESS, code, ensure_loaded, p_exchange_capture_mode,
+)
 from cudriver._runtime._guard cimport in_hostfn
 
 import atexit
@@ -54,7 +56,12 @@ import warnings
 
 from cuda.bindings import driver as _drv
 
+from cudriver._runtime._gates import IDLE_WAITERS as _IDLE_WAITERS_PY, WAITING as _WAITING_PY
+from cudriver._runtime._gates import busy as _gates_busy
 from cudriver.errors import GUARD as _GUARD_PY, CudaWarning, capturing_on_this_thread, make_error
+
+cdef dict _WAITING = _WAITING_PY
+cdef frozenset _IDLE_WAITERS = _IDLE_WAITERS_PY
 
 cdef object _SUCCESS_CODE = _drv.CUresult.CUDA_SUCCESS
 
@@ -276,6 +283,9 @@ cdef class FastRelease:
     cdef bint at_collection(self) except -1:
         return False
 
+    cdef bint capturing(self) except -1:
+        return False
+
 
 cdef inline bint _may_release_now_c() except -1:
     if GUARD.captures:
@@ -346,11 +356,29 @@ def release(state):
 
 cdef int _release(State st) except -1:
     cdef CUresult status = SUCCESS
+    cdef int mode = _MODE_RELAXED
+    cdef bint exchanged = False
     handle = st.handle
     if handle is None:
         return 0
-    st.handle = None
     rel = st.release
+    if (isinstance(rel, FastRelease) and (<FastRelease>rel).capturing()) or (
+            _WAITING and st.func in _IDLE_WAITERS and st.pid == _PID and _gates_busy()):
+        # It would enqueue on a stream that a capture begun outside cudriver holds (the
+        # free would land in that graph), or it waits for the whole device while a
+        # stream may wait for the host (and would stop every thread's driver calls
+        # meanwhile: see _runtime._gates). The releasing thread retries it.
+        _BLOCKED.append(st)
+        wake()
+        return 0
+    st.handle = None
+    if GUARD.initialized and st.pid == _PID:
+        # RELAXED for the release: a synchronous free (cuMemFree, cuMemFreeHost, an
+        # unload, a destroy) made while any thread captures in GLOBAL mode, through
+        # cudriver or not, would fail and invalidate that capture (measured).
+        ensure_loaded()
+        if p_exchange_capture_mode != NULL and p_exchange_capture_mode(&mode) == SUCCESS:
+            exchanged = True
     st.release = None
     on_release = st.on_release
     st.on_release = None
@@ -374,6 +402,8 @@ cdef int _release(State st) except -1:
             except Exception as exc:
                 _warn(f"{st.kind} release hook failed: {exc!r}")
     finally:
+        if exchanged:
+            p_exchange_capture_mode(&mode)
         _drop_deps(st)
     return 0
 
@@ -424,6 +454,15 @@ def release_with(state, release):
 #: States whose release was deferred; see the module docstring.
 deferred = collections.deque()
 DEFERRED = deferred
+#: States whose release would enqueue on a stream that a capture begun outside cudriver
+#: holds (``FastRelease.capturing``): the releasing thread tries them again every
+#: :data:`RETRY_S` seconds until the capture ends.
+blocked = collections.deque()
+cdef object _BLOCKED = blocked
+RETRY_S = 0.005
+
+cdef enum:
+    _MODE_RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
 
 
 def _may_release_now():
@@ -472,9 +511,52 @@ def drain():
         wake()
 
 
+def drain_quick():
+    """Run the queued releases that never wait for the device, if it is safe here.
+
+    What a constructor, a lookup, a launch's end, another object's ``close()`` and a
+    capture's end call: a stream's, an event's, a graph's destroy runs at once, as
+    before; a release that waits for the device (``_runtime._gates.IDLE_WAITERS``, or
+    ``waits_for_device``) stays queued, and the releasing thread runs it. Never
+    raises.
+    """
+    cdef State st
+    if not deferred:
+        return
+    if not _may_release_now():
+        wake()
+        return
+    rest = []
+    for _ in range(len(deferred)):
+        try:
+            state = deferred.popleft()
+        except IndexError:
+            break
+        st = <State?>state
+        if held_(st):
+            continue
+        if st.func in _IDLE_WAITERS or _waits(st.release):
+            rest.append(state)
+            continue
+        _release(st)
+    if rest:
+        deferred.extend(rest)
+        wake()
+
+
 def pending_releases():
-    """How many releases wait in the queue (for leak tests)."""
-    return len(deferred)
+    """How many releases wait in the queue (for leak tests), blocked ones included."""
+    return len(deferred) + len(_BLOCKED)
+
+
+def describe_pending():
+    """What waits in the queue, for a failing leak test's message."""
+    return {
+        "deferred": [((<State>s).kind, (<State>s).func, held_(s)) for s in list(deferred)],
+        "blocked": [((<State>s).kind, (<State>s).func, held_(s)) for s in list(_BLOCKED)],
+        "gates": list(_WAITING),
+        "releasing": _reaping.locked(),
+    }
 
 
 def queue_if_free(state):
@@ -486,9 +568,14 @@ def queue_if_free(state):
 
 
 def unpinned(state):
-    """Called when the last pin of a closing state went: release it now if it is safe."""
+    """Called when the last pin of a closing state went: queue its release.
+
+    It runs here if it never waits for the device (:func:`drain_quick`). A release that may wait goes to the releasing thread: the thread that made the
+    pinned call (a launch, a record) must not wait for the device in a release it did
+    not ask for.
+    """
     queue_if_free(state)
-    drain()
+    drain_quick()
 
 
 def _warn(msg):
@@ -540,13 +627,28 @@ def settle():
     """Run the queue here if allowed, then wait for the releasing thread's pass.
 
     What ``synchronize()`` calls: once it returns, every release queued before it has
-    run (or waits for what forbids it here, such as a capture). Waiting is no worse
-    than running those releases on this thread, which is what would happen otherwise.
+    run (or waits for what forbids it here: a capture; for a release that waits for
+    the whole device to be idle, a stream that may wait for the host, see
+    ``_runtime._gates``). Nothing else runs the queue on the calling thread (a
+    constructor, a lookup, a launch, another object's ``close()``, the end of a pinned
+    call or of a capture): those wake the releasing thread (:func:`wake`), so that
+    they never wait for the device.
     """
-    drain()
-    if _reaping.locked() and threading.get_ident() != _reaper_ident:
-        with _reaping:
-            pass
+    cdef Py_ssize_t left, before = -1
+    while True:
+        while _BLOCKED:  # tried again here: what held them back may be over
+            deferred.append(_BLOCKED.popleft())
+        drain()
+        if _reaping.locked() and threading.get_ident() != _reaper_ident:
+            with _reaping:
+                pass
+        # A release lets its dependencies go (a buffer its stream, a stream its
+        # context): queued again, they run in the next round, until none is left or
+        # what is left cannot run now.
+        left = len(deferred) + len(_BLOCKED)
+        if left == 0 or left == before:
+            return
+        before = left
 
 
 def releasing():
@@ -565,7 +667,12 @@ def _reap():
     except Exception:  # the driver went away: the releases warn instead
         pass
     while True:
-        _wake.acquire()
+        if _BLOCKED:
+            _wake.acquire(True, RETRY_S)
+            while _BLOCKED:  # their streams may have stopped capturing
+                deferred.append(_BLOCKED.popleft())
+        else:
+            _wake.acquire()
         if _exiting:
             return
         if GUARD.open:

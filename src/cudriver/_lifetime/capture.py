@@ -42,12 +42,12 @@ from typing import Any, TypeVar
 
 from cuda.bindings import driver as _drv
 
-from .._runtime import _bindings
+from .._runtime import _bindings, _gates
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import CaptureMode, CaptureStatus
 from ..errors import GUARD, StreamCaptureError, error_for, watch_capture_violations
 from ._coerce import MapsMemory
-from ._handle import Handle, drain, release_with
+from ._handle import Handle, drain_quick, release_with
 from ._pins import unpin
 
 __all__ = [
@@ -194,8 +194,8 @@ class CaptureSession:
             if self.into is not None:
                 self.into._adopt(self.keep)
                 self.keep = []
-        if drain_releases:
-            drain()
+        if drain_releases:  # what the capture held back (those that wait: by the reaper)
+            drain_quick()
         return self.keep
 
     def add(self, objs: tuple[Any, ...]) -> None:
@@ -469,6 +469,8 @@ def destroy_stream(h: Any) -> Any:
     r = _drv.cuStreamIsCapturing(h)
     if r[0] is SUCCESS and r[1] != _NOT_CAPTURING:
         abort(h, None)
+    if _gates.WAITING:
+        _gates.retire(h)  # it may still wait for the host: noted by an event instead
     return _drv.cuStreamDestroy(h)
 
 

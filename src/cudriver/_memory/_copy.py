@@ -367,7 +367,7 @@ def enqueue(
     ctx = buf._context
     if ctx is None:
         ctx = buf._resolve_context()
-    pushed = enter_context(ctx._closed_check(), ctx._key)
+    pushed = enter_context(ctx._live(), ctx._key)
     try:
         if sh is None and buf._stream is None:
             before = _no_order if other is None else functools.partial(_order_after_stream, other)

@@ -17,9 +17,10 @@ from cudriver._lifetime._release cimport (
     DEFERRED as _DEFERRED, FastRelease, HandleRoot, State, new_state, pin as _pin,
     release_state_, unpin as _unpin,
 )
+from cudriver._runtime._freed cimport note as _note_freed
 from cudriver._runtime._entry cimport (
-    GUARD, SUCCESS, CUresult, code, error, fast, in_context, p_ctx_get_current, p_ctx_pop,
-    p_ctx_push, p_mem_alloc, p_mem_alloc_async, p_mem_alloc_pool, p_mem_free,
+    GUARD, SUCCESS, CUresult, code, ensure_loaded, error, fast, in_context, p_ctx_get_current,
+    p_ctx_pop, p_ctx_push, p_is_capturing, p_mem_alloc, p_mem_alloc_async, p_mem_alloc_pool, p_mem_free,
     p_mem_free_async, pop_context,
 )
 from cudriver._work._core cimport StreamCore
@@ -28,7 +29,7 @@ from cuda.bindings import driver as _drv
 
 from cudriver._context.device import _adopted, _owned
 from cudriver._lifetime._coerce import PoolBase as _PoolBase
-from cudriver._lifetime._release import drain as _drain
+from cudriver._lifetime._release import drain_quick as _drain_quick
 from cudriver._memory._ordered import LEGACY as _LEGACY, free_async as _free_async_py
 
 cdef dict _ADOPTED = _adopted
@@ -44,6 +45,7 @@ cdef class MemFree(FastRelease):
 
     cdef uintptr_t ctx
     cdef uint64_t ptr  # the buffer's address (the handle the release is called with)
+    cdef uint64_t size
 
     cdef CUresult free(self) noexcept:
         cdef CUresult st
@@ -56,6 +58,8 @@ cdef class MemFree(FastRelease):
                 st = p_mem_free(ptr)
                 if pushed:
                     pop_context()
+        if st == SUCCESS:
+            _note_freed(ptr, self.size)  # the mirrors refuse it from now on
         return st
 
     cdef int run(self, CUresult* out) except -1:
@@ -82,6 +86,7 @@ cdef class MemFreeAsync(FastRelease):
     cdef object used_on
     cdef uintptr_t ctx  # ctx_h as an int
     cdef uint64_t ptr   # the buffer's address (the handle the release is called with)
+    cdef uint64_t size
 
     @property
     def waits_for_device(self):
@@ -106,6 +111,8 @@ cdef class MemFreeAsync(FastRelease):
                 st = p_mem_free_async(ptr, sh)
                 if pushed:
                     pop_context()
+        if st == SUCCESS:
+            _note_freed(ptr, self.size)
         out[0] = st
         return True
 
@@ -117,13 +124,67 @@ cdef class MemFreeAsync(FastRelease):
         # dropped, when nothing needs ordering first and its stream is open.
         return not self.used_on and (<HandleRoot>self.stream)._h is not None
 
+    cdef bint capturing(self) except -1:
+        # The free and its ordering (an event recorded on each other stream that used
+        # the buffer) go on streams: none of them may be capturing, or they would be
+        # captured into a graph cudriver does not know (cuStreamIsCapturing).
+        if not _is_capturing((<HandleRoot>self.stream)._key):
+            for key in self.used_on or ():
+                if _is_capturing(key):
+                    return True
+            return False
+        return True
+
     def __call__(self, handle):
         cdef CUresult st = SUCCESS
         if <uint64_t>int(handle) != self.ptr:
             raise ValueError("MemFreeAsync called with another buffer's handle")
         if not self.free(&st):
-            return _free_async_py(self.ctx_h, self.stream, self.used_on, handle)
+            r = _free_async_py(self.ctx_h, self.stream, self.used_on, handle)
+            if r[0] is _SUCCESS_TUPLE[0]:
+                _note_freed(self.ptr, self.size)
+            return r
         return _SUCCESS_TUPLE if st == SUCCESS else (code(st),)
+
+
+cdef bint _is_capturing(object key) except -1:
+    """Whether the stream of int handle ``key`` captures now (not for the NULL streams)."""
+    cdef int status = 0
+    cdef uintptr_t k = <uintptr_t>key
+    if k <= 2:  # the legacy and per-thread streams: asking would break a blocking capture
+        return False
+    ensure_loaded()
+    if p_is_capturing == NULL:
+        return False
+    with nogil:
+        if p_is_capturing(<void*>k, &status) != SUCCESS:
+            return False
+    return status != 0
+
+
+def mem_free(ctx_h, ptr, size):
+    """The release of ``size`` bytes at ``ptr`` from ``cuMemAlloc`` in context ``ctx_h``."""
+    cdef MemFree release = MemFree.__new__(MemFree)
+    release.ctx = <uintptr_t>int(ctx_h)
+    release.ptr = <uint64_t>int(ptr)
+    release.size = <uint64_t>size
+    return release
+
+
+def mem_free_async(ctx_h, stream, used_on, ptr, size):
+    """The release of a stream-ordered allocation: ``cuMemFreeAsync`` on ``stream``.
+
+    ``used_on`` is the buffer's set of other streams that used it (the free is
+    ordered after their work).
+    """
+    cdef MemFreeAsync release = MemFreeAsync.__new__(MemFreeAsync)
+    release.ctx_h = ctx_h
+    release.ctx = <uintptr_t>int(ctx_h)
+    release.ptr = <uint64_t>int(ptr)
+    release.size = <uint64_t>size
+    release.stream = stream
+    release.used_on = used_on
+    return release
 
 
 
@@ -190,6 +251,7 @@ cdef class BufferCore(HandleRoot):
             release = MemFree.__new__(MemFree)
             (<MemFree>release).ctx = <uintptr_t>(<HandleRoot>ctx)._key
             (<MemFree>release).ptr = ptr
+            (<MemFree>release).size = n
             _buffer_fields(self, nbytes, ctx, None, None, _LEGACY)
             _handle_fields(self, _CUdeviceptr(ptr), ptr, release, "cuMemFree", (ctx,), None)
             return
@@ -241,6 +303,7 @@ cdef class BufferCore(HandleRoot):
             (<MemFreeAsync>release).ctx_h = (<HandleRoot>ctx)._h
             (<MemFreeAsync>release).ctx = cctx
             (<MemFreeAsync>release).ptr = ptr
+            (<MemFreeAsync>release).size = n
             (<MemFreeAsync>release).stream = stream
             (<MemFreeAsync>release).used_on = used_on
             # The pinned state's handle: a close() since the pin clears ``_h`` only.
@@ -275,7 +338,7 @@ cdef class BufferCore(HandleRoot):
         me._h = None
         release_state_(<State>me._st, False)
         if _DEFERRED:
-            _drain()
+            _drain_quick()
 
 
 cdef inline void _buffer_fields(BufferCore self, object n, object ctx, object st,
@@ -302,7 +365,7 @@ cdef inline void _handle_fields(HandleRoot self, object h, uint64_t key, object 
     self._owned = True
     self._owner = None
     if _DEFERRED:
-        _drain()
+        _drain_quick()
     state = new_state(h, release, func, self._kind, keep, None)
     if used_on is not None:
         state.used_on = used_on

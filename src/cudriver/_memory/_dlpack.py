@@ -499,7 +499,7 @@ def _order(buf: DeviceMemory, queue: int) -> None:
     other = buf._producer_stream()
     if other is not None:
         ctx = cast(Any, buf).context
-        pushed = enter_context(ctx._closed_check(), ctx._key)
+        pushed = enter_context(ctx._live(), ctx._key)
         try:
             order_after(q, other)
         finally:

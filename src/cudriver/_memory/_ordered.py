@@ -18,7 +18,7 @@ from .._runtime._bindings import SUCCESS
 if TYPE_CHECKING:
     from .._work.stream import Stream
 
-__all__ = ["LEGACY", "order_free", "free_async_now", "free_async", "FreeAsync"]
+__all__ = ["LEGACY", "order_free", "free_async_now", "free_async"]
 
 #: ``CU_STREAM_LEGACY``, independent of the per-thread-stream build.
 LEGACY = _drv.CUstream(1)
@@ -65,24 +65,6 @@ def free_async_now(stream: Stream, used_on: set[int], dptr: Any) -> Any:
     if r[0] is not SUCCESS:
         return r
     return _drv.cuMemFreeAsync(dptr, LEGACY if sh is None else sh)
-
-
-class FreeAsync:
-    """A stream-ordered buffer's release (pure implementation): :func:`free_async`.
-
-    It enqueues on the buffer's stream, and may wait for the whole context: never run
-    beside an open capture (``waits_for_device``), where the free would be captured or
-    the wait would break the capture.
-    """
-
-    __slots__ = ("ctx_h", "stream", "used_on")
-    waits_for_device = True
-
-    def __init__(self, ctx_h: Any, stream: Stream, used_on: set[int]) -> None:
-        self.ctx_h, self.stream, self.used_on = ctx_h, stream, used_on
-
-    def __call__(self, dptr: Any) -> Any:
-        return free_async(self.ctx_h, self.stream, self.used_on, dptr)
 
 
 def free_async(ctx_h: Any, stream: Stream, used_on: set[int], dptr: Any) -> Any:

@@ -40,6 +40,7 @@ from .._context.device import Context, Device, call_in_context
 from .._lifetime._coerce import nbytes_arg
 from .._lifetime._handle import Handle, release_with
 from .._lifetime._release import _warn
+from .._runtime import _freed
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import DeviceAttribute
 from ..errors import (
@@ -170,7 +171,10 @@ class _FreeAddress:
         self.size = size
 
     def __call__(self, ptr: Any) -> Any:
-        return call_in_context(self.ctx_h, _drv.cuMemAddressFree, ptr, self.size)
+        r = call_in_context(self.ctx_h, _drv.cuMemAddressFree, ptr, self.size)
+        if r[0] is SUCCESS:
+            _freed.noted(int(ptr), self.size)  # the mirrors refuse it from now on
+        return r
 
 
 class Unmap:

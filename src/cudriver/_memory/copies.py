@@ -232,5 +232,5 @@ def copy_peer(
             f"nbytes={n} is more than src ({src._nbytes}) or dst ({dst._nbytes}) holds"
         )
     dctx, sctx = dst.context, src.context
-    args = (dst.handle, dctx.handle, src.handle, sctx.handle, n)
+    args = (dst.handle, dctx._live(), src.handle, sctx._live(), n)
     _run(stream, (dst, src, dctx, sctx), _drv.cuMemcpyPeerAsync, *args)

@@ -26,7 +26,6 @@ from cuda.bindings import driver as _drv
 from .._context.device import (
     Context,
     Device,
-    call_in_context,
     context_arg,
     current_or_default,
     enter_context,
@@ -39,6 +38,7 @@ from .._runtime._bindings import DEVICE_CPU, SUCCESS
 from .._runtime._enums import DeviceAttribute, MemAdvise, MemAttach
 from ..errors import NotSupportedError, checked, error_for
 from ._copy import HostBytes, fill_new, host_source, new_typed, refuse_capturing
+from ._core import mem_free
 from .memory import DeviceBuffer
 
 __all__ = ["ManagedBuffer"]
@@ -215,7 +215,7 @@ class ManagedBuffer(DeviceBuffer):
         self._set_fields(n, ctx, None, None, None, None, 0)
         self._init_handle(
             r[1],
-            release=functools.partial(call_in_context, ctx.handle, _drv.cuMemFree),
+            release=mem_free(ctx.handle, r[1], n),
             func="cuMemFree",
             keep=(ctx,),
         )

@@ -20,7 +20,6 @@ from cuda.bindings import driver as _drv
 from .._context.device import (
     Context,
     Device,
-    call_in_context,
     context_arg,
     current_or_default,
     enter_context,
@@ -44,9 +43,8 @@ from .._work.stream import Stream
 from ..errors import error_for
 from . import _dlpack
 from ._copy import cai_stream_value, enqueue, fill_args, fill_new, host_source, new_typed, operand
-from ._core import BufferCore
+from ._core import BufferCore, mem_free, mem_free_async
 from ._ordered import LEGACY as _LEGACY
-from ._ordered import FreeAsync
 
 if TYPE_CHECKING:
     from .pool import MemoryPool
@@ -182,7 +180,7 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
             if st is None:
                 self._init_handle(
                     r[1],
-                    release=functools.partial(call_in_context, ctx_h, _drv.cuMemFree),
+                    release=mem_free(ctx_h, r[1], n),
                     func="cuMemFree",
                     keep=(ctx,),
                 )
@@ -190,7 +188,7 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
                 used_on: set[int] = set()
                 self._init_handle(
                     r[1],
-                    release=FreeAsync(ctx_h, st, used_on),
+                    release=mem_free_async(ctx_h, st, used_on, r[1], n),
                     func="cuMemFreeAsync",
                     keep=(st, ctx) if pool is None else (st, ctx, pool),
                     used_on=used_on,

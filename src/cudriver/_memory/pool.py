@@ -10,7 +10,6 @@ the next allocation reuses it without asking the driver, even after a synchronis
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import threading
 from typing import Any
@@ -21,7 +20,6 @@ from .._context import _share
 from .._context.device import (
     Context,
     Device,
-    call_in_context,
     current_or_default,
     device_arg,
     kept_primary,
@@ -44,6 +42,7 @@ from .._runtime import _calls
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import MemAccess
 from ..errors import error_for
+from ._core import mem_free
 from .memory import DeviceBuffer
 
 __all__ = ["MemoryPool", "KEEP_ALL"]
@@ -495,7 +494,7 @@ class MemoryPool(PoolBase):
         buf._set_fields(n, ctx, None, None, None, None, 0)
         buf._init_handle(
             ptr,
-            release=functools.partial(call_in_context, ctx.handle, _drv.cuMemFree),
+            release=mem_free(ctx.handle, ptr, n),
             func="cuMemFree",
             keep=(ctx, self),
         )

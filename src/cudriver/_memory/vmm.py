@@ -249,14 +249,21 @@ class VirtualBuffer(DeviceBuffer):
     def _travel_refusal(self) -> str | None:
         return travel_refusal(self._space())
 
+    def _vm_or_none(self) -> Any:
+        """The buffer's space, or None when it has none (closed, or never opened)."""
+        try:
+            return self._vm
+        except (AttributeError, ClosedError):
+            return None
+
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called (an offloaded buffer is not closed)."""
-        sp = getattr(self, "_vm", None)
+        sp = self._vm_or_none()
         return getattr(self, "_h", None) is None if sp is None else sp.closed
 
     def _raise_closed(self) -> NoReturn:
-        sp = getattr(self, "_vm", None)
+        sp = self._vm_or_none()
         if sp is not None and sp.asleep and not sp.closed:
             raise ClosedError("VirtualBuffer is offloaded: restore() it before using it")
         super()._raise_closed()
@@ -703,7 +710,7 @@ class VirtualBuffer(DeviceBuffer):
         capture begun through cudriver is open, or this is a host-function or capturing
         thread (then it is queued for the releasing thread). Views are closed.
         """
-        sp = getattr(self, "_vm", None)
+        sp = self._vm_or_none()
         if sp is None:  # a view
             super().close()
             return
@@ -719,7 +726,7 @@ class VirtualBuffer(DeviceBuffer):
         capture_open = bool(GUARD.open)
         release_state(self._state, collected=capture_open)
         if _handle.deferred and not capture_open:
-            _handle.drain()
+            _handle.drain_quick()
 
     # -- constructors of DeviceBuffer that do not apply -------------------------------------------
     from_array = _not_available(
@@ -734,13 +741,13 @@ class VirtualBuffer(DeviceBuffer):
     )
 
     def _repr_extra(self) -> str:
-        sp = getattr(self, "_vm", None)
+        sp = self._vm_or_none()
         if sp is None:
             return super()._repr_extra()
         return f"nbytes={self._nbytes} reserved={sp.reserve} chunks={len(sp.chunks)}"
 
     def __repr__(self) -> str:
-        sp = getattr(self, "_vm", None)
+        sp = self._vm_or_none()
         if sp is not None and sp.asleep and not sp.closed:
             return f"<cudriver.VirtualBuffer {self._key:#x} offloaded nbytes={self._nbytes}>"
         return super().__repr__()

@@ -17,6 +17,7 @@ ctypedef CUresult (*f_launch)(void*, unsigned int, unsigned int, unsigned int, u
 ctypedef CUresult (*f_value32)(void*, uint64_t, uint32_t, unsigned int) noexcept nogil
 ctypedef CUresult (*f_value64)(void*, uint64_t, uint64_t, unsigned int) noexcept nogil
 ctypedef CUresult (*f_capturing)(void*, int*) noexcept nogil
+ctypedef CUresult (*f_mode)(int*) noexcept nogil
 ctypedef CUresult (*f_hostfn)(void*, HostFn, void*) noexcept nogil
 ctypedef CUresult (*f_ctx_get)(void**) noexcept nogil
 ctypedef CUresult (*f_alloc)(uint64_t*, size_t) noexcept nogil
@@ -74,11 +75,14 @@ cdef f_free p_mem_free
 cdef f_alloc_async p_mem_alloc_async
 cdef f_free_async p_mem_free_async
 cdef f_alloc_pool p_mem_alloc_pool
+cdef f_mode p_exchange_capture_mode
 
 # errors.GUARD, typed: its fields are C fields.
 cdef GuardCore GUARD
 
 cdef bint fast() except -1
+# Look the entry points up if that was not done yet (the driver is initialised).
+cdef int ensure_loaded() except -1
 cdef object error(CUresult status, str name)
 cdef object code(CUresult status)
 cdef object done(CUresult st)

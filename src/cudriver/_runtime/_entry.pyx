@@ -49,6 +49,7 @@ p_mem_free = NULL
 p_mem_alloc_async = NULL
 p_mem_free_async = NULL
 p_mem_alloc_pool = NULL
+p_exchange_capture_mode = NULL
 
 # The ABI version asked for: every entry point here has kept its CUDA 12.0 signature.
 cdef int _ABI = 12000
@@ -70,7 +71,7 @@ cdef int _load() except -1:
     global p_event_query, p_event_sync, p_launch, p_launch_ex, p_graph_launch, p_graph_upload
     global p_write32, p_wait32, p_write64, p_wait64, p_is_capturing, p_launch_host_func
     global p_ctx_get_current, p_ctx_push, p_ctx_pop, p_mem_alloc, p_mem_free
-    global p_mem_alloc_async, p_mem_free_async, p_mem_alloc_pool
+    global p_mem_alloc_async, p_mem_free_async, p_mem_alloc_pool, p_exchange_capture_mode
     # The default stream means what it means to cuda.bindings (which reads the same variable).
     per_thread = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0")
     flags = 2 if per_thread not in ("", "0") else 1
@@ -98,6 +99,7 @@ cdef int _load() except -1:
     p_mem_alloc_async = <f_alloc_async>_proc("cuMemAllocAsync", flags)
     p_mem_free_async = <f_free_async>_proc("cuMemFreeAsync", flags)
     p_mem_alloc_pool = <f_alloc_pool>_proc("cuMemAllocFromPoolAsync", flags)
+    p_exchange_capture_mode = <f_mode>_proc("cuThreadExchangeStreamCaptureMode", flags)
     _loaded = True
     return 0
 
@@ -116,6 +118,12 @@ cdef bint fast() except -1:
     if not _loaded:
         _load()
     return True
+
+
+cdef int ensure_loaded() except -1:
+    if not _loaded:
+        _load()
+    return 0
 
 
 cdef object code(CUresult status):

@@ -33,13 +33,22 @@ from ..errors import (
     CompileError,
     CudaError,
     DriverNotFoundError,
+    InvalidValueError,
     _is_missing_driver,
     checked,
     error_class,
     make_error,
 )
+from . import _freed, _gates
 
-__all__ = ["Mirror", "ANSWERS", "runtime_error", "nvrtc_error", "driver_error"]
+__all__ = [
+    "Mirror",
+    "ANSWERS",
+    "POINTER_ARGS",
+    "runtime_error",
+    "nvrtc_error",
+    "driver_error",
+]
 
 #: Per function name, the statuses (by name) that the compat face returns as answers.
 ANSWERS: dict[str, frozenset[str]] = {
@@ -48,6 +57,145 @@ ANSWERS: dict[str, frozenset[str]] = {
     "cudaStreamQuery": frozenset({"cudaErrorNotReady"}),
     "cudaEventQuery": frozenset({"cudaErrorNotReady"}),
 }
+
+
+def _pointer_args(names: str, *params: str) -> dict[str, tuple[tuple[int, str], ...]]:
+    return {n: tuple((i, p) for i, p in enumerate(params) if p) for n in names.split()}
+
+
+#: Per driver function, its device-pointer arguments ``(position, name)``: those the
+#: mirrors refuse when they lie in memory cudriver freed (``_freed``). Host pointers
+#: and array handles are left out (``""``).
+POINTER_ARGS: dict[str, tuple[tuple[int, str], ...]] = {
+    **_pointer_args("cuMemcpy cuMemcpyAsync", "dst", "src"),
+    **_pointer_args("cuMemcpyDtoD cuMemcpyDtoDAsync", "dstDevice", "srcDevice"),
+    **_pointer_args("cuMemcpyHtoD cuMemcpyHtoDAsync", "dstDevice"),
+    **_pointer_args("cuMemcpyDtoH cuMemcpyDtoHAsync", "", "srcDevice"),
+    **_pointer_args("cuMemcpyPeer cuMemcpyPeerAsync", "dstDevice", "", "srcDevice"),
+    **_pointer_args("cuMemcpyDtoA", "", "", "srcDevice"),
+    **_pointer_args("cuMemcpyAtoD", "dstDevice"),
+    **_pointer_args(
+        "cuMemsetD8 cuMemsetD16 cuMemsetD32 cuMemsetD8Async cuMemsetD16Async "
+        "cuMemsetD32Async cuMemsetD2D8 cuMemsetD2D16 cuMemsetD2D32 cuMemsetD2D8Async "
+        "cuMemsetD2D16Async cuMemsetD2D32Async",
+        "dstDevice",
+    ),
+    **_pointer_args(
+        "cuMemPrefetchAsync cuMemPrefetchAsync_v2 cuMemAdvise cuMemAdvise_v2", "devPtr"
+    ),
+    **_pointer_args("cuMemFree cuMemFreeAsync", "dptr"),
+    **_pointer_args(
+        "cuStreamWaitValue32 cuStreamWaitValue64 cuStreamWriteValue32 cuStreamWriteValue64",
+        "",
+        "addr",
+    ),
+}
+
+
+def _address_of(value: Any) -> int | None:
+    """The address a pointer argument stands for, or None when it is not one."""
+    if isinstance(value, (bool, float)) or value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def refuse_freed(name: str, role: str, value: Any) -> None:
+    """Raise when ``value`` lies in device memory cudriver freed and not handed out again.
+
+    ``InvalidValueError`` naming the call, the argument and the freed allocation; the
+    driver is asked first (``cuMemGetAddressRange``) whether the address was handed
+    out again, which it answers without touching the memory.
+    """
+    addr = _address_of(value)
+    if addr is None:
+        return
+    found = _freed.freed_range(addr)
+    if found is None:
+        return
+    from cuda.bindings import driver as drv
+
+    start, end = found
+    if GUARD.armed:  # not from a host function or a forked child
+        GUARD.check_calls()
+    r = drv.cuMemGetAddressRange(drv.CUdeviceptr(addr))
+    if int(r[0]) == 0:  # handed out again: an address in use, by whoever
+        _freed.forget(start)
+        return
+    where = "its start" if addr == start else f"offset {addr - start}"
+    raise InvalidValueError(
+        drv.CUresult.CUDA_ERROR_INVALID_VALUE,
+        name,
+        f"{role}={addr:#x} lies in device memory that cudriver freed (the allocation "
+        f"at {start:#x}, {end - start} bytes; {where}); refused before the driver call, "
+        "which would take it for host memory",
+    )
+
+
+def _refusing_freed(
+    call: Callable[..., Any], name: str, pointers: tuple[tuple[int, str], ...]
+) -> Callable[..., Any]:
+    """``call`` refusing device pointers into memory cudriver freed (:func:`refuse_freed`)."""
+    frees = name in ("cuMemFree", "cuMemFreeAsync")
+
+    def checked_pointers(*args: Any, **kwargs: Any) -> Any:
+        if _freed.any_freed():
+            for i, param in pointers:
+                if i < len(args):
+                    refuse_freed(name, param, args[i])
+                elif param in kwargs:
+                    refuse_freed(name, param, kwargs[param])
+        if not frees:
+            return call(*args, **kwargs)
+        # A free through the mirror is a free by cudriver: note the allocation's range.
+        ptr = args[0] if args else kwargs.get("dptr")
+        span = _allocation(ptr)
+        r = call(*args, **kwargs)
+        if span is not None and (not isinstance(r, tuple) or not r or int(r[0]) == 0):
+            _freed.noted(*span)
+        return r
+
+    functools.update_wrapper(checked_pointers, call)
+    checked_pointers.__wrapped__ = getattr(call, "__wrapped__", call)  # type: ignore[attr-defined]
+    return checked_pointers
+
+
+#: Driver functions after which their stream (the first argument) may wait for the
+#: host (see ``_gates``).
+_GATING = frozenset({"cuStreamWaitValue32", "cuStreamWaitValue64", "cuStreamBatchMemOp"})
+
+
+def _gating(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call``, noting its stream among those that may wait for the host."""
+
+    def noting(*args: Any, **kwargs: Any) -> Any:
+        r = call(*args, **kwargs)
+        stream = args[0] if args else kwargs.get("stream")
+        if stream is not None:
+            _gates.note(stream)
+        return r
+
+    functools.update_wrapper(noting, call)
+    noting.__wrapped__ = getattr(call, "__wrapped__", call)  # type: ignore[attr-defined]
+    return noting
+
+
+def _allocation(ptr: Any) -> tuple[int, int] | None:
+    """``(base, size)`` of the allocation that starts at ``ptr``; None otherwise."""
+    addr = _address_of(ptr)
+    if not addr:
+        return None
+    if GUARD.armed:  # not from a host function or a forked child
+        GUARD.check_calls()
+    from cuda.bindings import driver as drv
+
+    r = drv.cuMemGetAddressRange(drv.CUdeviceptr(addr))
+    if int(r[0]) != 0 or int(r[1]) != addr:
+        return None
+    return addr, int(r[2])
+
 
 #: ``(bindings module, status, function name, call arguments) -> the exception``.
 Fail = Callable[[ModuleType, Any, str, tuple[Any, ...]], BaseException]
@@ -221,6 +369,11 @@ class Mirror:
             wrapped = checked(fn, name=name)
         else:
             wrapped = _compat(self.raw, fn, name, self.fail, self.guard)
+        pointers = POINTER_ARGS.get(name) if self.prefix == "cu" else None
+        if pointers:
+            wrapped = _refusing_freed(wrapped, name, pointers)
+        if self.prefix == "cu" and name in _GATING:
+            wrapped = _gating(wrapped)
         if name != "cuInit" or not self.guard:
             return wrapped
 

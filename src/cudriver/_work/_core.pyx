@@ -30,6 +30,15 @@ cdef object _GEQ_DEFAULT = _WaitCondition.GEQ
 cdef object _ATTR_64 = int(DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS)
 cdef object _settle = _release.settle
 cdef object _REAPING = _release._reaping.locked  # held during the releasing thread's pass
+from cudriver._runtime._gates import WAITING as _WAITING_PY, note as _gates_note
+
+cdef dict _WAITING = _WAITING_PY
+
+
+cdef inline void _gate(object stream) except *:
+    """Note that ``stream`` may wait for the host (``_runtime._gates.note``)."""
+    if _WAITING.get(stream._key, 0) is not None:  # an owned stream, once noted: None
+        _gates_note(stream)
 cdef dict _PENDING = _hostfn.PENDING
 cdef object _after_sync = _hostfn.after_sync
 cdef object _after_event_sync = _hostfn.after_event_sync
@@ -235,6 +244,7 @@ cdef class StreamCore(HandleRoot):
         if st != SUCCESS:
             _EAGER.pop(k, None)
             raise error(st, "cuLaunchHostFunc")
+        _gate(self)  # the function may wait for the program
 
     def write_value32(self, addr, value, *, no_memory_barrier=False):
         """Write a 32-bit ``value`` to ``addr`` when the stream reaches this point.
@@ -377,6 +387,8 @@ cdef bint _memop(StreamCore self, object addr, object value, int width, int cond
     _unpin(pin)
     if st != SUCCESS:
         raise error(st, ("cuStreamWaitValue" if wait else "cuStreamWriteValue") + str(width * 8))
+    if wait:
+        _gate(self)  # it may wait for the host: see _runtime._gates
     return True
 
 

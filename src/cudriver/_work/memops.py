@@ -31,6 +31,7 @@ from cuda.bindings import driver as _drv
 from .._lifetime import _pins, capture
 from .._lifetime._coerce import U64_LIMIT, DeviceMemory, device_address
 from .._lifetime._handle import Handle, unpinned
+from .._runtime import _gates
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import DeviceAttribute, MemOpType, WaitCondition
 from ..errors import GUARD, NotSupportedError, error_for
@@ -405,6 +406,7 @@ class _Stream(Protocol):
     """
 
     _h: Any
+    _key: Any
     _state: Any
 
     @property
@@ -494,6 +496,8 @@ def _enqueue(
             if no_memory_barrier is None:
                 raise error_for(r[0], fn)
             raise _write_error(r[0], fn, no_memory_barrier)
+        if no_memory_barrier is None:  # a wait: it may wait for the host
+            _gates.note(stream)
         if obj is not None and capture.ACTIVE:
             capture.keep(h, obj)
     finally:
@@ -522,6 +526,8 @@ def batch(stream: Handle, ops: Iterable[MemOp]) -> None:
     if r[0] is not SUCCESS:
         nmb = any(op._kind in _WRITES and op._flags & _NO_BARRIER for op in lst)
         raise _write_error(r[0], _drv.cuStreamBatchMemOp, nmb)
+    if any(op._kind not in _WRITES for op in lst):  # a wait: it may wait for the host
+        _gates.note(stream)
     if capture.ACTIVE:
         targets = [op._target for op in lst if op._target is not None]
         if targets:
