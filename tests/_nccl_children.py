@@ -59,6 +59,19 @@ def allreduce(ranks: cnccl.Ranks, mib: int, replays: int, out: Any) -> None:
             stream.synchronize()
         say("replayed")
         out.put((ranks.rank, "replayed", x.copy_to()))
+        # A graph holding a collective: destroy() refuses (ncclCommDestroy would wait
+        # for the graph forever), then goes once the graph and its exec are closed.
+        with stream.capture() as held:
+            comm.allreduce(x, x, nccl.SUM, stream=stream)
+        exe = held.instantiate()
+        held.close()  # the executable graph still holds it
+        try:
+            comm.destroy()
+        except RuntimeError as exc:
+            out.put((ranks.rank, "refused", str(exc)))
+        else:
+            raise AssertionError("destroy() was not refused")
+        exe.close()
         comm.destroy()
         say("done")
         out.put((ranks.rank, "done", None))

@@ -21,6 +21,7 @@ import contextlib
 import fcntl
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,6 +85,53 @@ def _device_memory_alone(request: pytest.FixtureRequest) -> Iterator[None]:
         pass
     with _flock(shared, fcntl.LOCK_SH):
         yield
+
+
+#: How long a GPU test's leftover work may take to finish before the test fails.
+PENDING_S = 20.0
+
+
+@pytest.fixture(autouse=True)
+def _no_work_left_pending(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a GPU test that leaves work pending on a blocking stream.
+
+    Such work (a ``wait_value32`` nobody satisfies, say) stalls every later legacy-stream
+    or whole-context wait in the same worker, far from the test that left it. After each
+    GPU test an event recorded on the legacy stream of every active primary context
+    (ordered after every blocking stream's work) must complete within
+    :data:`PENDING_S`; it is polled, never waited for.
+    """
+    yield
+    if request.node.get_closest_marker("gpu") is None or not cu.errors.GUARD.initialized:
+        return
+    if cu.errors.GUARD.open:  # a capture left open: a legacy record would break it
+        return
+    from cuda.bindings import driver as raw
+
+    ok = raw.CUresult.CUDA_SUCCESS
+    r = raw.cuDeviceGetCount()
+    for ordinal in range(r[1] if r[0] == ok else 0):
+        dev = raw.cuDeviceGet(ordinal)[1]
+        state = raw.cuDevicePrimaryCtxGetState(dev)
+        if state[0] != ok or not state[2]:
+            continue  # not active: nothing can be pending there
+        ctx = raw.cuDevicePrimaryCtxRetain(dev)[1]
+        raw.cuCtxPushCurrent(ctx)
+        try:
+            ev = raw.cuEventCreate(raw.CUevent_flags.CU_EVENT_DISABLE_TIMING)[1]
+            raw.cuEventRecord(ev, raw.CUstream(1))  # CU_STREAM_LEGACY
+            deadline = time.monotonic() + PENDING_S
+            while raw.cuEventQuery(ev)[0] == raw.CUresult.CUDA_ERROR_NOT_READY:
+                if time.monotonic() > deadline:
+                    pytest.fail(
+                        f"{request.node.nodeid} left work pending on a blocking stream of "
+                        f"device {ordinal} ({PENDING_S} s after it ended)"
+                    )
+                time.sleep(0.005)
+            raw.cuEventDestroy(ev)
+        finally:
+            raw.cuCtxPopCurrent()
+            raw.cuDevicePrimaryCtxRelease(dev)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,10 @@ Which blocks run, and where, is said in the Markdown itself, by MyST comment lin
 ``needs=NAME,...`` after ``cpu`` or ``gpu``
     The block needs modules that are not dependencies of cudriver (``torch``,
     ``cupy``), or ``nvrtc`` (NVRTC's library).
+``script`` after ``cpu`` or ``gpu``
+    The block is a whole program, run alone from a file as ``__main__``: what a block
+    that starts processes needs (``multiprocessing``'s ``spawn`` children import the
+    main script by its file name). Its run is ``+script@LINE``.
 
 Only fenced blocks whose info string is exactly ``python`` are read (``console``,
 ``text``, ``c++``... are not run). A ``doc-test`` line that is malformed, has an unknown
@@ -110,11 +114,14 @@ def _parse_directive(rest: str, where: str, *, page: bool) -> tuple[str, frozens
         )
     needs: set[str] = set()
     for option in tail.split():
+        if option == "script" and not page:
+            needs.add(SCRIPT)
+            continue
         name, eq, value = option.partition("=")
         names = [v for v in value.split(",") if v]
         if name != "needs" or not eq or not names:
             raise DocTestSyntaxError(
-                f"{where}: unknown doc-test option {option!r}; expected needs=NAME,..."
+                f"{where}: unknown doc-test option {option!r}; expected needs=NAME,... or script"
             )
         needs.update(names)
     return kind, frozenset(needs), ""
@@ -209,6 +216,10 @@ def in_run(block: Block, kind: str) -> bool:
     return block.kind == "cpu" or (kind == "gpu" and block.kind == "gpu")
 
 
+#: The need that marks a ``script`` block (run alone, from a file).
+SCRIPT = "@script"
+
+
 def extra_needs(block: Block, kind: str) -> frozenset[str]:
     # A gpu run needs NVRTC in any case (its test carries needs_nvrtc).
     return block.needs - {"nvrtc"} if kind == "gpu" else block.needs
@@ -221,11 +232,15 @@ def runs(blocks: list[Block], kind: str) -> dict[str, tuple[frozenset[str], list
     with the blocks whose needs it covers.
     """
     members = [b for b in blocks if in_run(b, kind)]
+    scripts = [b for b in members if SCRIPT in b.needs]
+    members = [b for b in members if SCRIPT not in b.needs]
     sets = sorted({extra_needs(b, kind) for b in members}, key=lambda n: (len(n), sorted(n)))
     out: dict[str, tuple[frozenset[str], list[Block]]] = {}
     for needs in sets:
         suffix = "+" + ",".join(sorted(needs)) if needs else ""
         out[suffix] = (needs, [b for b in members if extra_needs(b, kind) <= needs])
+    for b in scripts:
+        out[f"+script@{b.line}"] = (extra_needs(b, kind) - {SCRIPT}, [b])
     return out
 
 
@@ -313,6 +328,39 @@ def run_blocks(
         pytest.fail(f"{page} ran past {timeout} s\n--- stdout\n{out}\n--- stderr\n{err}")
 
 
+# The first line of a script block's file (the block keeps its page's line numbers).
+SCRIPT_HEAD = (
+    "import faulthandler, warnings; faulthandler.dump_traceback_later({timeout}, exit=True); "
+    "warnings.simplefilter('error')"
+)
+
+
+def run_script(
+    page: str, block: Block, workdir: Path, timeout: float = TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    """Run a ``script`` block alone, from a file, as ``__main__``."""
+    run_dir = workdir / "cwd"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"\W", "_", page.rsplit(".", 1)[0])
+    script = run_dir / f"{stem}_{block.line}.py"
+    head = SCRIPT_HEAD.format(timeout=max(timeout - 5, 1))
+    script.write_text(head + "\n" * block.line + block.source, encoding="utf-8")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [package_root(), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
+    )
+    cmd = [sys.executable, "-X", "faulthandler", script.name]
+    try:
+        return subprocess.run(
+            cmd, cwd=run_dir, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        where = f"{page}:{block.line}"
+        pytest.fail(f"{where} ran past {timeout} s\n--- stdout\n{out}\n--- stderr\n{err}")
+
+
 def check_page(path: Path, kind: str, suffix: str, tmp_path: Path) -> None:
     name = page_name(path)
     text = path.read_text(encoding="utf-8")
@@ -322,7 +370,10 @@ def check_page(path: Path, kind: str, suffix: str, tmp_path: Path) -> None:
     lacking = missing(needs)
     if lacking:
         pytest.skip(f"{name}: its {kind} blocks need {', '.join(lacking)}, not installed here")
-    r = run_blocks(name, text, blocks, tmp_path)
+    if suffix.startswith("+script@"):
+        r = run_script(name, blocks[0], tmp_path)
+    else:
+        r = run_blocks(name, text, blocks, tmp_path)
     assert r.returncode == 0, (
         f"{name}: the {kind} run exited with status {r.returncode}\n"
         f"--- stderr\n{r.stderr}\n--- stdout\n{r.stdout}"

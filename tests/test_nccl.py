@@ -260,17 +260,38 @@ def test_a_rank_that_joins_twice_is_refused() -> None:
     r0, r1, r2 = _ranks(3, port)
     results: dict[str, Any] = {}
 
-    def serve() -> None:
-        results["0"] = cnccl.share_bytes(r0, b"id", timeout=10)
+    def run(name: str, r: cnccl.Ranks, payload: bytes | None) -> None:
+        results[name] = cnccl.share_bytes(r, payload, timeout=10)
 
-    t = threading.Thread(target=serve)
-    t.start()
-    assert cnccl.share_bytes(r1, None, timeout=10) == b"id"
-    with pytest.raises(ValueError, match=r"rank 1 is not awaited \(awaited: \[2\]\)"):
+    threads = [
+        threading.Thread(target=run, args=("0", r0, b"id")),
+        threading.Thread(target=run, args=("1", r1, None)),
+    ]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)  # rank 1 connects within 0.1 s of rank 0 listening: it is served
+    with pytest.raises(ValueError) as refused:  # and waits for rank 2: a second rank 1
         cnccl.share_bytes(r1, None, timeout=10)
+    assert "rank 1 is not awaited (awaited: [2])" in str(refused.value)
+    assert "1" not in results  # no rank goes on before every rank joined
     assert cnccl.share_bytes(r2, None, timeout=10) == b"id"
-    t.join(15)
-    assert results == {"0": b"id"}
+    for t in threads:
+        t.join(15)
+    assert results == {"0": b"id", "1": b"id"}
+
+
+def test_a_rank_that_never_comes_stops_every_rank_with_its_name() -> None:
+    # Ranks 0 and 1 would go on to NCCL's rendezvous, which has no deadline, and wait
+    # there for rank 2 forever: both raise at the deadline instead, naming it.
+    port = free_port()
+    r0, r1, _r2 = _ranks(3, port)
+    t0 = time.monotonic()
+    got = _share_all([r0, r1], b"id", timeout=1.5)
+    assert time.monotonic() - t0 < 10
+    for rank in (0, 1):
+        assert isinstance(got[rank], TimeoutError), got
+        msg = str(got[rank])
+        assert f"127.0.0.1:{port} for ranks [2], which did not connect" in msg, msg
 
 
 def test_a_silent_or_foreign_connection_does_not_hold_rank_0_up(
@@ -369,3 +390,58 @@ def test_a_64_mib_all_reduce_over_two_processes_equals_numpy(
     assert sorted(replayed) == [0, 1]
     for rank, x in replayed.items():
         assert np.array_equal(x, np.arange(1024, dtype=np.float32) * 2**10), rank
+    refused = {rank: v for rank, what, v in msgs if what == "refused"}
+    assert sorted(refused) == [0, 1]
+    for msg in refused.values():
+        assert "held by graphs captured on <cudriver.Stream" in msg, msg
+
+
+# -- the communicator --------------------------------------------------------------------------
+
+
+class _FakeComm:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.rank = 3
+
+    def allreduce(self, send: Any, recv: Any, op: Any, *, stream: Any = None) -> None:
+        self.calls.append("allreduce")
+
+    def finalize(self) -> None:
+        self.calls.append("finalize")
+
+    def destroy(self) -> None:
+        self.calls.append("destroy")
+
+
+def test_destroy_is_refused_while_a_graph_holds_a_collective(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ncclCommDestroy never returns while a graph holds one of its collectives.
+    from cudriver._lifetime import capture
+
+    class Session:
+        def __init__(self) -> None:
+            self.keep: list[Any] = []
+
+        def add(self, objs: tuple[Any, ...]) -> None:
+            self.keep.extend(objs)
+
+    session = Session()
+    monkeypatch.setattr(capture, "ACTIVE", {42: session})
+    monkeypatch.setattr(capture, "capture_id", lambda h: 42 if int(h) == 0x5000 else None)
+    fake = _FakeComm()
+    comm = cnccl.Communicator(fake)
+    assert comm.rank == 3 and comm.nccl is fake
+    comm.allreduce(1, 2, 0, stream=0x6000)  # not capturing: nothing kept
+    assert session.keep == []
+    comm.allreduce(1, 2, 0, stream=0x5000)  # captured into the session's graph
+    assert len(session.keep) == 1 and comm.holders() == ["20480"]
+    with pytest.raises(RuntimeError, match=r"held by graphs captured on 20480: close those"):
+        comm.destroy()
+    assert "destroy" not in fake.calls
+    session.keep.clear()  # the graph and its executable graphs went
+    comm.destroy()
+    assert fake.calls == ["allreduce", "allreduce", "destroy"]
+    comm.finalize()  # methods without a stream pass through as they are
+    assert fake.calls[-1] == "finalize"

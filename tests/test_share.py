@@ -96,10 +96,13 @@ def _relay(q: Any, out: Any) -> None:
     _read(q.get(timeout=WAIT_S), out)
 
 
-def test_a_device_travels_by_uuid_and_plain_pickle_keeps_the_ordinal(
+def test_a_device_travels_by_uuid_through_pickle_and_multiprocessing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # Pickled by ordinal, a Device named another GPU where CUDA_VISIBLE_DEVICES differs.
     import uuid
+
+    from cudriver._context import device as _device
 
     def fake(ordinal: int) -> cu.Device:
         dev = object.__new__(cu.Device)
@@ -114,15 +117,22 @@ def test_a_device_travels_by_uuid_and_plain_pickle_keeps_the_ordinal(
     monkeypatch.setattr(cu.Device, "uuid", property(lambda d: seen[id(d)]))
     monkeypatch.setattr(cu.Device, "all", classmethod(lambda cls: list(receiver.values())))
     monkeypatch.setattr(cu.Device, "__new__", lambda cls, o=None: receiver[o])
-    monkeypatch.setattr(_share, "_devices", {})
-    blob = bytes(ForkingPickler.dumps(sender))
-    assert pickle.loads(blob) is receiver[1]  # the sender's GPU, by its UUID
-    assert pickle.loads(pickle.dumps(sender)) is receiver[0]  # plain pickle: the ordinal
+    monkeypatch.setattr(_device, "_by_uuid", {})
+    assert pickle.loads(pickle.dumps(sender)) is receiver[1]  # the sender's GPU
+    assert pickle.loads(bytes(ForkingPickler.dumps(sender))) is receiver[1]
+    assert cu.Device.from_uuid(f"GPU-{ids[0]}") is receiver[1]
+    assert cu.Device.from_uuid(ids[2]) is receiver[0]
+    blob = pickle.dumps(sender)
     del seen[id(receiver[1])]
     seen[id(receiver[1])] = ids[1]
-    monkeypatch.setattr(_share, "_devices", {})
-    with pytest.raises(ValueError, match="not visible in this process"):
+    monkeypatch.setattr(_device, "_by_uuid", {})
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,1")
+    with pytest.raises(ValueError, match=rf"GPU-{ids[0]} is not visible.*'2,1'"):
         pickle.loads(blob)
+    with pytest.raises(ValueError, match="not a device UUID"):
+        cu.Device.from_uuid("GPU-nope")
+    with pytest.raises(TypeError, match="uuid must be"):
+        cu.Device.from_uuid(7)  # type: ignore[arg-type]
 
 
 def test_tokens_name_pools_apart() -> None:

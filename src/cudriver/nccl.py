@@ -24,16 +24,21 @@ from __future__ import annotations
 import dataclasses
 import errno
 import importlib
+import inspect
 import os
 import socket
 import struct
 import time
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._context.device import Device
+from ._lifetime import _release, capture
+from ._lifetime._coerce import raw_stream_handle
 
 __all__ = [
+    "Communicator",
     "Ranks",
     "from_environment",
     "share_bytes",
@@ -46,7 +51,7 @@ __all__ = [
 #: (``MASTER_PORT``'s default under ``torchrun``).
 DEFAULT_PORT = 29500
 
-_MAGIC = b"cudriver-nccl/1\n"
+_MAGIC = b"cudriver-nccl/2\n"
 _HELLO = struct.Struct("!16sII")  # magic, rank, world size
 _REPLY = struct.Struct("!2sI")  # b"OK" or b"NO", then the length of what follows
 _ACK = b"K"  # a rank's last word: it has the whole payload
@@ -199,55 +204,111 @@ def _listen(address: str, port: int) -> socket.socket:
     return srv
 
 
+def _alive(conn: socket.socket) -> bool:
+    """Whether the peer of ``conn`` is still connected (it sends nothing more)."""
+    try:
+        conn.setblocking(False)
+        try:
+            return conn.recv(1) != b""
+        finally:
+            conn.setblocking(True)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+def _tell_all(held: dict[int, socket.socket], status: bytes, msg: bytes) -> None:
+    for conn in held.values():
+        try:
+            conn.sendall(_REPLY.pack(status, len(msg)) + msg)
+        except OSError:
+            pass  # that rank is gone; nothing to tell it
+        conn.close()
+    held.clear()
+
+
 def _serve(ranks: Ranks, payload: bytes, deadline: float) -> None:
     assert ranks.address is not None
     assert ranks.port is not None
     waiting = set(range(1, ranks.world_size))
-    with _listen(ranks.address, ranks.port) as srv:
-        while waiting:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(
-                    f"rank 0 waited on {ranks.address}:{ranks.port} for ranks "
-                    f"{sorted(waiting)}, which did not connect before the deadline"
-                )
-            srv.settimeout(left)
-            try:
-                conn, peer_addr = srv.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                peer = f"a process at {peer_addr[0]}"
+    # The ranks served so far, each connection held open until every rank is served:
+    # then each is told to go on (b"GO"), or, at the deadline, which ranks never came.
+    held: dict[int, socket.socket] = {}
+    try:
+        with _listen(ranks.address, ranks.port) as srv:
+            while True:
+                if not waiting:
+                    for gone in [r for r, c in held.items() if not _alive(c)]:
+                        held.pop(gone).close()  # gone since: it may connect again
+                        waiting.add(gone)
+                    if not waiting:
+                        break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    why = (
+                        f"rank 0 waited on {ranks.address}:{ranks.port} for ranks "
+                        f"{sorted(waiting)}, which did not connect before the deadline"
+                    )
+                    _tell_all(held, b"NO", why.encode())
+                    raise TimeoutError(why)
+                srv.settimeout(left)
                 try:
-                    # A connection that says nothing holds rank 0 up for a few seconds
-                    # at most, never until the deadline.
-                    soon = min(deadline, time.monotonic() + _HELLO_WAIT_S)
-                    hello = _recv_exactly(conn, _HELLO.size, soon, peer)
-                except (OSError, TimeoutError):
-                    continue  # not one of ours, or gone: keep serving the ranks
-                magic, rank, size = _HELLO.unpack(hello)
-                if magic != _MAGIC:
+                    conn, peer_addr = srv.accept()
+                except TimeoutError:
                     continue
-                if size != ranks.world_size:
-                    why = f"rank 0 has {ranks.world_size} ranks, rank {rank} says {size}"
-                elif rank not in waiting:
-                    why = f"rank {rank} is not awaited (awaited: {sorted(waiting)})"
-                else:
-                    why = ""
-                try:
-                    if why:
-                        msg = why.encode()
-                        conn.sendall(_REPLY.pack(b"NO", len(msg)) + msg)
-                        continue
-                    conn.sendall(_REPLY.pack(b"OK", len(payload)) + payload)
-                    # Served only once it says it has it all: a rank that went away
-                    # meanwhile may connect again.
-                    soon = min(deadline, time.monotonic() + _HELLO_WAIT_S)
-                    if _recv_exactly(conn, len(_ACK), soon, peer) != _ACK:
-                        continue
-                except OSError:
-                    continue  # that rank is gone (or timed out); it may connect again
-                waiting.discard(rank)
+                joined = _greet(ranks, conn, peer_addr, payload, deadline, waiting)
+                if joined is None:
+                    conn.close()
+                    continue
+                waiting.discard(joined)
+                held[joined] = conn
+            _tell_all(held, b"GO", b"")
+    finally:
+        for conn in held.values():
+            conn.close()
+
+
+def _greet(
+    ranks: Ranks,
+    conn: socket.socket,
+    peer_addr: Any,
+    payload: bytes,
+    deadline: float,
+    waiting: set[int],
+) -> int | None:
+    """Serve one connection the payload: the rank, once it says it has it all; else None."""
+    peer = f"a process at {peer_addr[0]}"
+    try:
+        # A connection that says nothing holds rank 0 up for a few seconds at most,
+        # never until the deadline.
+        soon = min(deadline, time.monotonic() + _HELLO_WAIT_S)
+        hello = _recv_exactly(conn, _HELLO.size, soon, peer)
+    except (OSError, TimeoutError):
+        return None  # not one of ours, or gone: keep serving the ranks
+    magic, rank, size = _HELLO.unpack(hello)
+    if magic != _MAGIC:
+        return None
+    if size != ranks.world_size:
+        why = f"rank 0 has {ranks.world_size} ranks, rank {rank} says {size}"
+    elif rank not in waiting:
+        why = f"rank {rank} is not awaited (awaited: {sorted(waiting)})"
+    else:
+        why = ""
+    try:
+        if why:
+            msg = why.encode()
+            conn.sendall(_REPLY.pack(b"NO", len(msg)) + msg)
+            return None
+        conn.sendall(_REPLY.pack(b"OK", len(payload)) + payload)
+        # Served only once it says it has it all: a rank that went away meanwhile may
+        # connect again.
+        soon = min(deadline, time.monotonic() + _HELLO_WAIT_S)
+        if _recv_exactly(conn, len(_ACK), soon, peer) != _ACK:
+            return None
+    except (OSError, TimeoutError):
+        return None  # that rank is gone (or timed out); it may connect again
+    return int(rank)
 
 
 def _fetch(ranks: Ranks, deadline: float) -> bytes:
@@ -285,7 +346,26 @@ def _fetch(ranks: Ranks, deadline: float) -> bytes:
             except OSError as exc:  # rank 0 did not wait for it: ask again
                 last = exc
                 continue
-            return body
+            # Then wait until every rank has it: no rank goes on to NCCL's own
+            # rendezvous (which has no deadline) while another never came. Rank 0 says
+            # which ranks are missing at its own deadline: a little longer here.
+            verdict = deadline + _HELLO_WAIT_S
+            try:
+                status, n = _REPLY.unpack(_recv_exactly(sock, _REPLY.size, verdict, where))
+                why = _recv_exactly(sock, n, verdict, where)
+            except TimeoutError:
+                raise TimeoutError(
+                    f"rank {ranks.rank} has the payload, but {where} did not say that every "
+                    "rank joined before the deadline"
+                ) from None
+            except ConnectionError as exc:
+                raise ConnectionError(
+                    f"{where} closed the connection before every rank joined ({exc!r}); "
+                    "did rank 0 fail?"
+                ) from None
+            if status == b"GO":
+                return body
+            raise TimeoutError(f"rank {ranks.rank}: {why.decode(errors='replace')}")
 
 
 def share_bytes(ranks: Ranks, payload: bytes | None = None, *, timeout: float = 120.0) -> bytes:
@@ -294,7 +374,9 @@ def share_bytes(ranks: Ranks, payload: bytes | None = None, *, timeout: float = 
     Rank 0 listens on ``ranks.address``:``ranks.port`` (every address of its machine
     if that one is not its own) until each other rank has connected and confirmed
     that it received ``payload``; the others connect, retrying while rank 0 is not
-    listening yet. No call to the driver. Blocks up to ``timeout`` seconds.
+    listening yet. No rank returns before every rank has the payload: a rank that
+    never comes makes every rank raise at the deadline, with the ranks missing and
+    rank 0's address. No call to the driver. Blocks up to ``timeout`` seconds.
 
     Raises
     ------
@@ -302,8 +384,10 @@ def share_bytes(ranks: Ranks, payload: bytes | None = None, *, timeout: float = 
         ``payload`` is missing on rank 0 or given on another rank; rank 0 refused this
         rank (another world size, or its rank already joined).
     TimeoutError
-        Not every rank joined (on rank 0, naming those missing), or rank 0 could not
-        be reached (on the others), before ``timeout``.
+        Not every rank joined before ``timeout`` (on every rank that came, naming
+        those missing and rank 0's address), or rank 0 could not be reached.
+    ConnectionError
+        Rank 0 went away before every rank joined.
     """
     if not isinstance(ranks, Ranks):
         raise TypeError(f"ranks must be a cudriver.nccl.Ranks, not {type(ranks).__name__}")
@@ -352,22 +436,125 @@ def unique_id(ranks: Ranks | None = None, *, timeout: float = 120.0) -> Any:
     return nc.UniqueId.from_bytes(share_bytes(r, None, timeout=timeout))
 
 
+class _Collective:
+    """What a graph keeps for a collective captured into it (its communicator counts them)."""
+
+    __slots__ = ("__weakref__", "stream")
+
+    def __init__(self, stream: str) -> None:
+        self.stream = stream
+
+
+class Communicator:
+    """An ``nccl.core.Communicator`` whose :meth:`destroy` cannot hang on a graph.
+
+    Every attribute and method is nccl4py's (``comm.allreduce(..., stream=s)``,
+    ``comm.rank``, ``comm.nranks``...), called as it is. A collective enqueued on a
+    stream that captures into a cudriver graph (``with stream.capture() as g``) is
+    noted in that graph: it keeps the communicator's resources, and
+    ``ncclCommDestroy`` waits for such a graph (and every executable graph made from
+    it) to be destroyed, forever if one stays alive (measured with NCCL 2.28). So
+    :meth:`destroy` refuses while one lives, naming what to close. A capture begun
+    outside cudriver is not seen.
+    """
+
+    __slots__ = ("__weakref__", "_comm", "_held", "_methods")
+
+    def __init__(self, comm: Any) -> None:
+        self._comm = comm
+        self._held: weakref.WeakSet[_Collective] = weakref.WeakSet()
+        self._methods: dict[str, Callable[..., Any]] = {}
+
+    @property
+    def nccl(self) -> Any:
+        """The ``nccl.core.Communicator`` itself."""
+        return self._comm
+
+    def __getattr__(self, name: str) -> Any:
+        fn = self._methods.get(name)
+        if fn is not None:
+            return fn
+        attr = getattr(self._comm, name)
+        if not callable(attr) or name.startswith("_"):
+            return attr
+        try:
+            takes_stream = "stream" in inspect.signature(attr).parameters
+        except (TypeError, ValueError):
+            takes_stream = False
+        if not takes_stream:
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            stream = kwargs.get("stream")
+            if stream is not None and capture.ACTIVE:
+                self._note(stream)
+            return attr(*args, **kwargs)
+
+        call.__name__ = name
+        call.__doc__ = attr.__doc__
+        self._methods[name] = call
+        return call
+
+    def _note(self, stream: Any) -> None:
+        """Keep a mark in the cudriver graph that ``stream`` captures into, if any."""
+        try:
+            h = raw_stream_handle(stream)
+        except TypeError:
+            return
+        cid = capture.capture_id(h)
+        session = capture.ACTIVE.get(cid) if cid is not None else None
+        if session is None:
+            return
+        mark = _Collective(repr(stream))
+        session.add((mark,))
+        self._held.add(mark)
+
+    def holders(self) -> list[str]:
+        """The streams whose captured graphs still hold a collective of this communicator."""
+        return sorted({m.stream for m in self._held})
+
+    def destroy(self) -> None:
+        """``ncclCommDestroy``, once no cudriver graph holds one of its collectives.
+
+        Raises
+        ------
+        RuntimeError
+            A :class:`~cudriver.Graph` or :class:`~cudriver.GraphExec` captured with a
+            collective of this communicator is still alive (the message names the
+            capturing streams); close them first. The communicator is left as it was.
+        """
+        if self._held:
+            _release.settle()  # executable graphs closed just now release their keep
+        held = self.holders()
+        if held:
+            raise RuntimeError(
+                f"{len(self._held)} collective(s) of this communicator are held by graphs "
+                f"captured on {', '.join(held)}: close those Graph and GraphExec objects "
+                "first (ncclCommDestroy would wait for them forever)"
+            )
+        self._comm.destroy()
+
+    def __repr__(self) -> str:
+        return f"<cudriver.nccl.Communicator of {self._comm!r}>"
+
+
 def communicator(
     ranks: Ranks | None = None,
     *,
     device: Device | int | None = None,
     timeout: float = 120.0,
-) -> Any:
+) -> Communicator:
     """Make ``device`` current and join the job's NCCL communicator on it.
 
     ``ranks`` defaults to :func:`from_environment`; ``device`` to
     ``Device(ranks.local_rank)``, made current on this thread (``cuCtxSetCurrent`` of
-    its primary context, which NCCL uses). Shares the unique id (:func:`unique_id`),
-    then calls ``nccl.core.Communicator.init`` (``ncclCommInitRank``), which blocks
-    until every rank has joined. Returns that ``Communicator``; destroy it with
-    ``comm.destroy()`` when done, after closing every graph that captured one of its
-    collectives (``ncclCommDestroy`` waits for those graphs to be destroyed, forever if
-    one stays alive).
+    its primary context, which NCCL uses). Shares the unique id (:func:`unique_id`,
+    which returns on no rank before every rank has it: a rank that never comes makes
+    each rank raise ``TimeoutError`` naming it, after ``timeout`` seconds), then calls
+    ``nccl.core.Communicator.init`` (``ncclCommInitRank``), which blocks until every
+    rank has joined: a rank that dies between the two still holds the others there.
+    Returns a :class:`Communicator`; destroy it with ``comm.destroy()`` when done,
+    which refuses while a graph holds one of its collectives.
     """
     nc = _nccl()
     r = from_environment() if ranks is None else ranks
@@ -381,4 +568,4 @@ def communicator(
         raise TypeError(f"device must be a Device or an ordinal, not {type(device).__name__}")
     dev.set_current()
     uid = unique_id(r, timeout=timeout)
-    return nc.Communicator.init(nranks=r.world_size, rank=r.rank, unique_id=uid)
+    return Communicator(nc.Communicator.init(nranks=r.world_size, rank=r.rank, unique_id=uid))

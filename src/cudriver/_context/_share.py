@@ -72,8 +72,6 @@ LOCK = threading.Lock()
 # Guards OPENED alone; never held around a driver call or a release.
 _opened_lock = threading.Lock()
 
-_devices: dict[bytes, int] = {}
-
 
 def opened(key: Any, obj: Any) -> None:
     """Note that ``obj`` was opened from a message named ``key``, until it is released."""
@@ -202,25 +200,5 @@ def device_uuid(device: Device) -> bytes:
 
 
 def device_of_uuid(uuid: bytes) -> Device:
-    """The device of this process whose UUID is ``uuid`` (``cuDeviceGetUuid``, cached)."""
-    ordinal = _devices.get(uuid)
-    if ordinal is None:
-        for dev in Device.all():
-            _devices[dev.uuid.bytes] = dev.ordinal
-        ordinal = _devices.get(uuid)
-        if ordinal is None:
-            raise ValueError(
-                "the sender's device is not visible in this process (compare "
-                "CUDA_VISIBLE_DEVICES in both)"
-            )
-    return Device(ordinal)
-
-
-def _reduce_device(device: Device) -> tuple[Any, ...]:
-    """A Device through ``multiprocessing``: by UUID, as ordinals may differ there."""
-    return (device_of_uuid, (device_uuid(device),))
-
-
-# Plain pickle keeps the ordinal (Device.__reduce__): a file may be read on another
-# machine; between the processes of one machine the UUID names the same GPU.
-register(Device, _reduce_device)
+    """The device of this process whose UUID is ``uuid`` (:meth:`Device.from_uuid`)."""
+    return Device.from_uuid(uuid)
