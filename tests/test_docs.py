@@ -312,12 +312,22 @@ def run_blocks(
     run_dir.mkdir(parents=True, exist_ok=True)
     spec_path = workdir / "doc-test-spec.json"
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    cmd = [sys.executable, "-X", "faulthandler", "-c", CHILD, str(spec_path)]
+    return run_child(cmd, run_dir, page, timeout)
+
+
+def run_child(
+    cmd: list[str], run_dir: Path, where: str, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd`` in ``run_dir`` with the tested cudriver first on ``PYTHONPATH``.
+
+    Fails the test, with what the child printed, when it runs past ``timeout``.
+    """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [package_root(), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
     )
     env["PYTHONUNBUFFERED"] = "1"
-    cmd = [sys.executable, "-X", "faulthandler", "-c", CHILD, str(spec_path)]
     try:
         return subprocess.run(
             cmd, cwd=run_dir, env=env, capture_output=True, text=True, timeout=timeout, check=False
@@ -325,7 +335,7 @@ def run_blocks(
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
         err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
-        pytest.fail(f"{page} ran past {timeout} s\n--- stdout\n{out}\n--- stderr\n{err}")
+        pytest.fail(f"{where} ran past {timeout} s\n--- stdout\n{out}\n--- stderr\n{err}")
 
 
 # The first line of a script block's file (the block keeps its page's line numbers).
@@ -345,20 +355,8 @@ def run_script(
     script = run_dir / f"{stem}_{block.line}.py"
     head = SCRIPT_HEAD.format(timeout=max(timeout - 5, 1))
     script.write_text(head + "\n" * block.line + block.source, encoding="utf-8")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [package_root(), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
-    )
     cmd = [sys.executable, "-X", "faulthandler", script.name]
-    try:
-        return subprocess.run(
-            cmd, cwd=run_dir, env=env, capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
-        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
-        where = f"{page}:{block.line}"
-        pytest.fail(f"{where} ran past {timeout} s\n--- stdout\n{out}\n--- stderr\n{err}")
+    return run_child(cmd, run_dir, f"{page}:{block.line}", timeout)
 
 
 def check_page(path: Path, kind: str, suffix: str, tmp_path: Path) -> None:

@@ -444,3 +444,71 @@ def test_an_object_made_without_its_constructor_is_closed_not_broken(cls: type) 
                 raise AssertionError(f"{cls.__name__}.{name}: {exc!r}") from None
     with pytest.raises(cu.ClosedError):
         _ = obj.handle
+
+
+# -- streams that may wait for the host (_runtime._gates) -------------------------------------
+
+
+class _FakeGateDriver:
+    """The few driver calls _gates makes, on streams whose pending state the test sets."""
+
+    def __init__(self) -> None:
+        self.pending: set[int] = set()
+        self.destroyed: set[int] = set()
+        self.asked: list[int] = []
+
+    def cuThreadExchangeStreamCaptureMode(self, mode: Any) -> tuple[Any, ...]:
+        return (drv.CUresult.CUDA_SUCCESS, mode)
+
+    def cuStreamIsCapturing(self, h: Any) -> tuple[Any, ...]:
+        assert int(h) not in self.destroyed, "asked about a destroyed stream"
+        return (drv.CUresult.CUDA_SUCCESS, drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE)
+
+    def cuStreamQuery(self, h: Any) -> tuple[Any, ...]:
+        assert int(h) not in self.destroyed, "asked about a destroyed stream"
+        self.asked.append(int(h))
+        ready = int(h) not in self.pending
+        return (drv.CUresult.CUDA_SUCCESS if ready else drv.CUresult.CUDA_ERROR_NOT_READY,)
+
+
+def test_a_wait_holds_back_only_releases_that_wait_for_the_device(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # cuMemFree behind a stream that waits for the host stops every thread's driver
+    # calls (measured): it waits until the stream has no work pending; others do not.
+    from cudriver._runtime import _gates
+
+    fake = _FakeGateDriver()
+    for name in ("cuThreadExchangeStreamCaptureMode", "cuStreamIsCapturing", "cuStreamQuery"):
+        monkeypatch.setattr(_gates._drv, name, getattr(fake, name))
+    monkeypatch.setattr(_gates, "WAITING", _gates.WAITING)  # restored after the test
+    _gates.WAITING.clear()
+    gated = Thing(0x1C0, [])  # an owned "stream" where a wait was enqueued
+    _gates.note(gated)
+    _gates.note(gated)  # one entry covers every later wait
+    assert list(_gates.WAITING) == [0x1C0]
+    fake.pending.add(0x1C0)
+    log: list[int] = []
+    free = Thing(0x1C1, log)
+    free._state.func = "cuMemFree"
+    plain = Thing(0x1C2, log)
+    free.close()
+    plain.close()
+    assert log == [0x1C2]  # the free waits; the other release does not
+    assert pending_releases() == 1
+    settle()  # still pending: tried, held back again, never waited for
+    assert log == [0x1C2] and pending_releases() == 1
+    fake.pending.clear()  # the gate opened and the stream drained
+    settle()
+    assert log == [0x1C2, 0x1C1] and pending_releases() == 0
+    assert _gates.WAITING == {}  # forgotten once idle
+    # An owned stream retired before its destroy is never asked about afterwards.
+    _gates.note(gated)
+    fake.pending.add(0x1C0)
+    monkeypatch.setattr(_gates, "_record", lambda h: None)  # no event to keep it by
+    _gates.retire(drv.CUstream(0x1C0))
+    fake.destroyed.add(0x1C0)
+    assert not _gates.busy()
+    for raw_stream in (0, 1, 2):  # the NULL streams are never noted
+        _gates.note(raw_stream)
+    assert _gates.WAITING == {}
