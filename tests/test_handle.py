@@ -482,6 +482,8 @@ def test_a_wait_holds_back_only_releases_that_wait_for_the_device(
     for name in ("cuThreadExchangeStreamCaptureMode", "cuStreamIsCapturing", "cuStreamQuery"):
         monkeypatch.setattr(_gates._drv, name, getattr(fake, name))
     monkeypatch.setattr(_gates, "WAITING", _gates.WAITING)  # restored after the test
+    marks: list[int] = []  # the events busy() records on a busy stream (none here)
+    monkeypatch.setattr(_gates, "_record", lambda h: marks.append(int(h)))
     _gates.WAITING.clear()
     gated = Thing(0x1C0, [])  # an owned "stream" where a wait was enqueued
     _gates.note(gated)
@@ -502,10 +504,10 @@ def test_a_wait_holds_back_only_releases_that_wait_for_the_device(
     settle()
     assert log == [0x1C2, 0x1C1] and pending_releases() == 0
     assert _gates.WAITING == {}  # forgotten once idle
+    assert marks and set(marks) == {0x1C0}  # a busy stream gets a mark of what came first
     # An owned stream retired before its destroy is never asked about afterwards.
     _gates.note(gated)
     fake.pending.add(0x1C0)
-    monkeypatch.setattr(_gates, "_record", lambda h: None)  # no event to keep it by
     _gates.retire(drv.CUstream(0x1C0))
     fake.destroyed.add(0x1C0)
     assert not _gates.busy()

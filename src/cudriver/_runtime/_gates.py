@@ -93,7 +93,7 @@ def note(stream: Any) -> None:
         if key in (0, 1, 2):  # a NULL stream: its meaning depends on the thread
             return
         if getattr(stream, "_owned", False) and getattr(stream, "_lease", None) is not None:
-            WAITING.setdefault(key, None)  # one entry covers every later wait on it
+            WAITING[key] = None  # covers every later wait on it, until busy() marks it
             return
         rec = _relaxed(_record, _drv.CUstream(key))
         if rec is not None:
@@ -123,11 +123,11 @@ def _record(h: Any) -> _Recorded | None:
 def retire(h: Any) -> None:
     """An owned stream is about to be destroyed: keep its pending work noted by an event."""
     key = int(h)
-    if key not in WAITING:
-        return
     with _lock:
-        holder = WAITING.pop(key, None)
-    if holder is None and _drv.cuStreamQuery(h)[0] == _NOT_READY:
+        if key not in WAITING or WAITING[key] is not None:
+            return  # not noted, or already followed by an event of cudriver's
+        del WAITING[key]
+    if _drv.cuStreamQuery(h)[0] == _NOT_READY:
         rec = _relaxed(_record, h)
         if rec is not None:
             WAITING[key] = rec
@@ -138,7 +138,10 @@ def busy() -> bool:
 
     Never waits: ``cuEventQuery`` of a recorded event; for an owned stream,
     ``cuStreamIsCapturing`` then ``cuStreamQuery`` (a capturing stream counts as busy:
-    querying it would break its capture). In RELAXED capture mode, as every release.
+    querying it would break its capture), and when it has work pending, an event
+    recorded on it then, asked about from then on: a release waits for the work
+    enqueued before it, as ``cuMemFree`` itself would, never for later work. A new
+    wait on the stream notes it again. In RELAXED capture mode, as every release.
     """
     return bool(_relaxed(_busy))
 
@@ -155,6 +158,10 @@ def _busy() -> bool:
                 if cap[0] == _SUCCESS and cap[1] != _NONE:
                     return True
                 if cap[0] == _SUCCESS and _drv.cuStreamQuery(h)[0] == _NOT_READY:
+                    # Busy: from now on, wait only for what was enqueued so far (the
+                    # waits noted among it), not for work enqueued later, which may
+                    # never let the stream go idle.
+                    WAITING[key] = _record(h)
                     return True
             if WAITING.get(key) is holder:
                 del WAITING[key]
