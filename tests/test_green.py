@@ -474,6 +474,10 @@ def test_what_was_made_in_a_closed_green_context_stays_usable(
     module.kernel("smids").launch(s, 4, 64, out, np.int64(0))
     s.synchronize()
     assert (out.copy_to()[4:] == 0x03030303).all()  # fill() writes bytes
+    ordered = cu.DeviceBuffer(256, stream=s)  # its stream allocates, in the green context
+    ordered.fill(1, stream=s)
+    assert ordered.context is gc and (ordered.copy_to() == 1).all()
+    ordered.close()
     other = cu.DeviceBuffer(out.nbytes, context=ctx)
     other.copy_from(out)
     assert np.array_equal(other.copy_to().view(np.uint32), out.copy_to())

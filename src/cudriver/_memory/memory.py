@@ -157,7 +157,9 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
                 if ctx is None:
                     assert st is not None
                     ctx = st.context
-                pushed = enter_context(ctx._closed_check(), ctx._key)
+                # A context given is open (context_arg); one of the stream's may be
+                # closed, and keeps working for what was made in it (Context._live).
+                pushed = enter_context(ctx._live(), ctx._key)
             try:  # the pinned states' handles: a close() since then clears ``_h`` only
                 if st is None:
                     r = _drv.cuMemAlloc(n)
@@ -176,7 +178,7 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
                 # An allocation node: closing the buffer in this capture frees it there.
                 capture.allocated(st._state.handle, int(r[1]))
             self._set_fields(n, ctx, st, None, None, None, 0)
-            ctx_h = ctx.handle
+            ctx_h = ctx._live()
             if st is None:
                 self._init_handle(
                     r[1],
