@@ -80,8 +80,9 @@ def main() -> None:
     x = cu.DeviceBuffer.from_array(np.ones(2**20, np.float32), stream=stream)
     with stream.capture() as graph:
         comm.allreduce(x, x, nccl.SUM, stream=stream)
-    # `with` destroys both graphs at the end: comm.destroy() waits until every graph
-    # holding a collective of this communicator is destroyed, and would wait forever.
+    # `with` destroys both graphs at the end: ncclCommDestroy waits until every graph
+    # holding a collective of this communicator is destroyed (forever, were one left),
+    # so comm.destroy() refuses while one lives.
     with graph, graph.instantiate() as exe:
         for _ in range(args.replays):
             exe.launch(stream)

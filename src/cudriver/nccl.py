@@ -30,7 +30,7 @@ import socket
 import struct
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ._context.device import Device
@@ -458,12 +458,9 @@ class Communicator:
     outside cudriver is not seen.
     """
 
-    __slots__ = ("__weakref__", "_comm", "_held", "_methods")
-
     def __init__(self, comm: Any) -> None:
         self._comm = comm
         self._held: weakref.WeakSet[_Collective] = weakref.WeakSet()
-        self._methods: dict[str, Callable[..., Any]] = {}
 
     @property
     def nccl(self) -> Any:
@@ -471,9 +468,8 @@ class Communicator:
         return self._comm
 
     def __getattr__(self, name: str) -> Any:
-        fn = self._methods.get(name)
-        if fn is not None:
-            return fn
+        # Only for names not found on this object: a method found once is kept in the
+        # instance's dict, so later calls cost what nccl4py's own do, plus the note.
         attr = getattr(self._comm, name)
         if not callable(attr) or name.startswith("_"):
             return attr
@@ -482,6 +478,7 @@ class Communicator:
         except (TypeError, ValueError):
             takes_stream = False
         if not takes_stream:
+            self.__dict__[name] = attr
             return attr
 
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -492,7 +489,7 @@ class Communicator:
 
         call.__name__ = name
         call.__doc__ = attr.__doc__
-        self._methods[name] = call
+        self.__dict__[name] = call
         return call
 
     def _note(self, stream: Any) -> None:
