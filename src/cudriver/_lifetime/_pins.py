@@ -68,12 +68,12 @@ def call_pinned(obj: Handle, fn: Any) -> Any:
     The pure hot paths of the one-handle calls (a query, a wait): the call guard, the
     pin (see :func:`pin2`), the call; returns the status tuple.
     """
-    if obj._h is None:  # closed, or never opened (then it has no state to pin)
+    st = obj._state
+    if st is None:  # never opened (made without its constructor): nothing to pin
         obj._raise_closed()
     if GUARD.armed:
         GUARD.check()
     # pin2(obj) and unpin2, written out: this is every query's and wait's path.
-    st = obj._state
     pins = st.pins
     pins.append(None)
     try:

@@ -454,9 +454,10 @@ def release_with(state, release):
 #: States whose release was deferred; see the module docstring.
 deferred = collections.deque()
 DEFERRED = deferred
-#: States whose release would enqueue on a stream that a capture begun outside cudriver
-#: holds (``FastRelease.capturing``): the releasing thread tries them again every
-#: :data:`RETRY_S` seconds until the capture ends.
+#: States whose release must wait: it would enqueue on a stream that a capture begun
+#: outside cudriver holds (``FastRelease.capturing``), or it waits for the whole device
+#: while a stream of ``_runtime._gates.WAITING`` has work pending. The releasing thread
+#: tries them again every :data:`RETRY_S` seconds, and ``settle()`` does too.
 blocked = collections.deque()
 cdef object _BLOCKED = blocked
 RETRY_S = 0.005
@@ -600,7 +601,6 @@ cdef bint _reaper_started = False
 _reaper_start_lock = threading.Lock()
 cdef bint _exiting = False
 _reaper_ident = 0
-_RELAXED = _drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
 
 
 def start_releasing_thread():
@@ -659,13 +659,7 @@ def releasing():
 def _reap():
     global _reaper_ident
     _reaper_ident = threading.get_ident()
-    # RELAXED: a capture in GLOBAL mode that another thread begins while this thread
-    # is about to release does not make the release's call (cuMemFree, say) fail and
-    # invalidate that capture. No release here touches the legacy stream.
-    try:
-        _drv.cuThreadExchangeStreamCaptureMode(_RELAXED)
-    except Exception:  # the driver went away: the releases warn instead
-        pass
+    # Each release exchanges its thread's capture mode for RELAXED itself (_release).
     while True:
         if _BLOCKED:
             _wake.acquire(True, RETRY_S)
