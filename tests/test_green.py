@@ -12,7 +12,7 @@ from cuda.bindings import driver as _drv
 
 import cudriver as cu
 from cudriver._context import green
-from cudriver._lifetime import _handle
+from cudriver._lifetime import _handle, _release
 
 from ._support import Mapped
 
@@ -494,11 +494,24 @@ def test_what_was_made_in_a_closed_green_context_stays_usable(
             make()
     # The driver context goes with its last object.
     state = gc._state
-    del s, module, out, view, done, host
+    del s, module, out, view, done, host, ordered  # a closed buffer keeps its stream object
     _gc.collect()
     cu.Stream(non_blocking=True, context=ctx).synchronize()
     _handle.settle()
-    assert state.handle is None
+    left = [  # for the message: the states that still depend on it
+        (s2.kind, s2.func, s2.handle is not None, s2.closing, s2.dependants, s2.busy)
+        for t in _gc.get_referrers(state)
+        if isinstance(t, tuple)
+        for s2 in _gc.get_referrers(t)
+        if type(s2) is type(state)
+    ]
+    assert state.handle is None, (
+        state.dependants,
+        state.closing,
+        state.busy,
+        left,
+        _release.describe_pending(),
+    )
 
 
 @pytest.mark.gpu

@@ -1065,3 +1065,40 @@ def test_default_stream_orders_before_buffer_operations() -> None:
         print("OK")
         """
     )
+
+
+@pytest.mark.gpu
+@pytest.mark.device_memory
+def test_memory_dropped_just_before_an_allocation_serves_it() -> None:
+    # A dropped buffer's cuMemFree runs on the releasing thread, soon but not at once: a
+    # constructor never waits for the device on behalf of another object. An allocation
+    # that needs the memory of a buffer dropped just before must still get it (the
+    # queued frees run, then it is tried once more), not raise OutOfMemoryError.
+    run_isolated(
+        """
+        ctx = make_current()
+        s = cu.Stream(non_blocking=True)
+        pool = cu.MemoryPool()
+        n = (cu.mem_get_info()[0] * 2 // 3) & ~((1 << 21) - 1)
+        for make in (
+            lambda: cu.DeviceBuffer(n),
+            lambda: cu.DeviceBuffer(n, stream=s),
+            lambda: cu.DeviceBuffer(n, stream=s, pool=pool),
+        ):
+            for _ in range(6):
+                b = make()
+                del b  # queued: its free waits for the device
+                b = make()  # needs that memory
+                b.close()
+            s.synchronize()  # pools keep freed memory until a synchronisation
+        # Out of memory for good still says so, after one more try.
+        try:
+            cu.DeviceBuffer(cu.mem_get_info()[1] * 2)
+        except cu.OutOfMemoryError as exc:
+            assert "cuMemAlloc" in str(exc), exc
+        else:
+            raise AssertionError("twice the device's memory was allocated")
+        pool.close()
+        print("OK")
+        """
+    )

@@ -293,6 +293,7 @@ def test_grown_16_times_in_place_with_a_kernel_over_the_whole_range(
 
 
 @pytest.mark.gpu
+@pytest.mark.device_memory
 @needs_nvrtc
 def test_sleep_and_wake_around_a_captured_graph(
     ctx: cu.Context, stream: cu.Stream, kernels: dict[str, cu.Kernel]
@@ -495,6 +496,7 @@ def test_a_closed_buffer_refuses_everything(ctx: cu.Context) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.device_memory
 def test_device_buffer_behaviour_and_memory_returned(ctx: cu.Context, stream: cu.Stream) -> None:
     free0 = cu.mem_get_info()[0]
     buf = VirtualBuffer(1 << 30, nbytes=64 * MiB)
@@ -599,6 +601,7 @@ def test_a_kernel_on_a_peer_device_reads_the_buffer() -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.device_memory
 @needs_nvrtc
 def test_closed_while_another_thread_launches_on_it() -> None:
     run_isolated(
@@ -691,6 +694,7 @@ def test_closed_while_another_thread_launches_on_it() -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.device_memory
 @needs_nvrtc
 def test_collected_with_work_in_flight() -> None:
     run_isolated(

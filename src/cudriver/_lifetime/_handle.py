@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from typing_extensions import Self
 
-from ..errors import ClosedError, pickle_refusal
+from ..errors import ClosedError, OutOfMemoryError, pickle_refusal
 from ._release import (
     HandleRoot,
     State,
@@ -26,6 +26,7 @@ from ._release import (
     link,
     pending_releases,
     queue_if_free,
+    reclaim,
     release,
     release_state,
     release_with,
@@ -51,9 +52,26 @@ __all__ = [
     "settle",
     "start_releasing_thread",
     "releasing",
+    "reclaim",
+    "reclaiming",
 ]
 
 Release = Callable[[Any], Any]
+
+
+def reclaiming(call: Callable[..., Any], *args: Any) -> Any:
+    """``call(*args)``, a checked call that allocates; on OutOfMemoryError, once more.
+
+    The second try comes after the queued releases ran (:func:`reclaim`): a dropped
+    buffer is freed on the releasing thread, soon but not at once, and an allocation
+    right after it must not fail for memory that is about to come back.
+    """
+    try:
+        return call(*args)
+    except OutOfMemoryError:
+        reclaim()
+    return call(*args)
+
 
 #: The release state of a handle (C fields; see ``_release.State``).
 _State = State

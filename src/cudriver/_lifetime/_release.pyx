@@ -372,6 +372,8 @@ cdef int _release(State st) except -1:
         wake()
         return 0
     st.handle = None
+    global _claimed
+    _claimed += 1
     if GUARD.initialized and st.pid == _PID:
         # RELAXED for the release: a synchronous free (cuMemFree, cuMemFreeHost, an
         # unload, a destroy) made while any thread captures in GLOBAL mode, through
@@ -460,6 +462,11 @@ DEFERRED = deferred
 #: tries them again every :data:`RETRY_S` seconds, and ``settle()`` does too.
 blocked = collections.deque()
 cdef object _BLOCKED = blocked
+#: How many handles have been claimed for release: settle() measures progress by it.
+cdef unsigned long long _claimed = 0
+#: The most rounds settle() runs: each round follows one link of a chain of
+#: dependencies (a view, its buffer, the buffer's stream, the stream's context).
+cdef int _SETTLE_ROUNDS = 64
 RETRY_S = 0.005
 
 cdef enum:
@@ -528,7 +535,7 @@ def drain_quick():
         wake()
         return
     rest = []
-    for _ in range(len(deferred)):
+    while not _exiting:  # to the end: a release here may queue its dependencies
         try:
             state = deferred.popleft()
         except IndexError:
@@ -634,8 +641,10 @@ def settle():
     call or of a capture): those wake the releasing thread (:func:`wake`), so that
     they never wait for the device.
     """
-    cdef Py_ssize_t left, before = -1
-    while True:
+    cdef unsigned long long before
+    cdef int rounds
+    for rounds in range(_SETTLE_ROUNDS):
+        before = _claimed
         while _BLOCKED:  # tried again here: what held them back may be over
             deferred.append(_BLOCKED.popleft())
         drain()
@@ -644,11 +653,26 @@ def settle():
                 pass
         # A release lets its dependencies go (a buffer its stream, a stream its
         # context): queued again, they run in the next round, until none is left or
-        # what is left cannot run now.
-        left = len(deferred) + len(_BLOCKED)
-        if left == 0 or left == before:
+        # no release ran in a round (what is left cannot run now). Progress is counted
+        # in releases, not in the queue's length: one release that queues its one
+        # dependency leaves the length as it was.
+        if not (deferred or _BLOCKED) or _claimed == before:
             return
-        before = left
+
+
+def reclaim():
+    """Before an allocation that ran out of memory is tried again: run what is queued.
+
+    Frees queued by garbage collection or by another thread's ``close()`` run on the
+    releasing thread (a constructor never waits for them: see :func:`settle`), so an
+    allocation may fail while memory is about to come back, or came back an instant
+    after the failure. The queue is settled here (which may wait for the device, as
+    ``cuMemFree`` does); the caller then tries once more. Never raises.
+    """
+    try:
+        settle()
+    except Exception:  # pragma: no cover - settle never raises; be sure of it here
+        pass
 
 
 def releasing():

@@ -19,7 +19,7 @@ from cudriver._lifetime._release cimport (
 )
 from cudriver._runtime._freed cimport note as _note_freed
 from cudriver._runtime._entry cimport (
-    GUARD, SUCCESS, CUresult, code, ensure_loaded, error, fast, in_context, p_ctx_get_current,
+    GUARD, OUT_OF_MEMORY, SUCCESS, CUresult, code, ensure_loaded, error, fast, in_context, p_ctx_get_current,
     p_ctx_pop, p_ctx_push, p_is_capturing, p_mem_alloc, p_mem_alloc_async, p_mem_alloc_pool, p_mem_free,
     p_mem_free_async, pop_context,
 )
@@ -29,7 +29,7 @@ from cuda.bindings import driver as _drv
 
 from cudriver._context.device import _adopted, _owned
 from cudriver._lifetime._coerce import PoolBase as _PoolBase
-from cudriver._lifetime._release import drain_quick as _drain_quick
+from cudriver._lifetime._release import drain_quick as _drain_quick, reclaim as _reclaim
 from cudriver._memory._ordered import LEGACY as _LEGACY, free_async as _free_async_py
 
 cdef dict _ADOPTED = _adopted
@@ -247,6 +247,9 @@ cdef class BufferCore(HandleRoot):
             with nogil:
                 st = p_mem_alloc(&ptr, n)
             if st != SUCCESS:
+                if st == OUT_OF_MEMORY:  # the slow path tries again after the queued frees
+                    self._init_slow(nbytes, stream=stream, context=context, pool=pool)
+                    return
                 raise error(st, "cuMemAlloc")
             release = MemFree.__new__(MemFree)
             (<MemFree>release).ctx = <uintptr_t>(<HandleRoot>ctx)._key
@@ -282,6 +285,9 @@ cdef class BufferCore(HandleRoot):
                         if pushed:
                             pop_context()
                 if st != SUCCESS:
+                    if st == OUT_OF_MEMORY:  # the slow path tries again after the queued frees
+                        self._init_slow(nbytes, stream=stream, context=context, pool=pool)
+                        return
                     raise error(st, "cuMemAllocAsync")
                 keep = (stream, ctx)
             else:
@@ -293,6 +299,9 @@ cdef class BufferCore(HandleRoot):
                         if pushed:
                             pop_context()
                 if st != SUCCESS:
+                    if st == OUT_OF_MEMORY:  # the slow path tries again after the queued frees
+                        self._init_slow(nbytes, stream=stream, context=context, pool=pool)
+                        return
                     raise error(st, "cuMemAllocFromPoolAsync")
                 rel = (<State>pst).release if pst is not None else None
                 if rel is not None and getattr(rel, "last", None) is not sst:

@@ -38,7 +38,7 @@ from .. import driver as _cd
 from .._context import _share
 from .._context.device import Context, Device, call_in_context
 from .._lifetime._coerce import nbytes_arg
-from .._lifetime._handle import Handle, release_with
+from .._lifetime._handle import Handle, reclaiming, release_with
 from .._lifetime._release import _warn
 from .._runtime import _freed
 from .._runtime._bindings import SUCCESS
@@ -332,7 +332,7 @@ class Space:
         ctx = self.ctx
         rel = Unmap(ctx.handle, self.base + self.mapped, size, self.waits)
         with ctx._scope():
-            h = _cd.cuMemCreate(size, self.prop, 0) if imported is None else imported
+            h = reclaiming(_cd.cuMemCreate, size, self.prop, 0) if imported is None else imported
             chunk = Chunk(h, rel, self.reservation)
             try:
                 _cd.cuMemMap(rel.addr, size, 0, h, 0)

@@ -32,6 +32,7 @@ from .._context.device import (
     leave_context,
 )
 from .._lifetime._coerce import StreamLike, enum_arg, nbytes_arg, stream_handle, typed_shape
+from .._lifetime._handle import reclaim
 from .._lifetime._pins import pinned
 from .._runtime import _bindings, _calls
 from .._runtime._bindings import DEVICE_CPU, SUCCESS
@@ -40,6 +41,8 @@ from ..errors import NotSupportedError, checked, error_for
 from ._copy import HostBytes, fill_new, host_source, new_typed, refuse_capturing
 from ._core import mem_free
 from .memory import DeviceBuffer
+
+_OUT_OF_MEMORY = _drv.CUresult.CUDA_ERROR_OUT_OF_MEMORY
 
 __all__ = ["ManagedBuffer"]
 
@@ -208,6 +211,9 @@ class ManagedBuffer(DeviceBuffer):
         pushed = enter_context(ctx._closed_check(), ctx._key)
         try:
             r = _drv.cuMemAllocManaged(n, flags)
+            if r[0] is _OUT_OF_MEMORY:  # once more after the queued frees: see reclaim
+                reclaim()
+                r = _drv.cuMemAllocManaged(n, flags)
         finally:
             leave_context(pushed)
         if r[0] is not SUCCESS:

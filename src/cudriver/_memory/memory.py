@@ -36,7 +36,7 @@ from .._lifetime._coerce import (
     renamed_keyword,
     typed_shape,
 )
-from .._lifetime._handle import Lease
+from .._lifetime._handle import Lease, reclaim
 from .._runtime._bindings import SUCCESS
 from .._runtime._init import init
 from .._work.stream import Stream
@@ -57,6 +57,20 @@ _U8 = np.dtype(np.uint8)
 _PTR_ATTR_CONTEXT = _drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_CONTEXT
 
 _MEMSET = {1: _drv.cuMemsetD8Async, 2: _drv.cuMemsetD16Async, 4: _drv.cuMemsetD32Async}
+_OUT_OF_MEMORY = _drv.CUresult.CUDA_ERROR_OUT_OF_MEMORY
+
+
+def _allocate(n: int, st: Stream | None, pool: Any) -> Any:
+    """The status tuple of the allocation: plain, on ``st``, or from ``pool``.
+
+    ``cuMemAlloc``, ``cuMemAllocAsync`` or ``cuMemAllocFromPoolAsync``.
+    With the pinned states' handles: a close() since the pin clears ``_h`` only.
+    """
+    if st is None:
+        return _drv.cuMemAlloc(n)
+    if pool is None:
+        return _drv.cuMemAllocAsync(n, st._state.handle)
+    return _drv.cuMemAllocFromPoolAsync(n, pool._state.handle, st._state.handle)
 
 
 def _as_stream(stream: StreamLike) -> Stream:
@@ -160,13 +174,11 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
                 # A context given is open (context_arg); one of the stream's may be
                 # closed, and keeps working for what was made in it (Context._live).
                 pushed = enter_context(ctx._live(), ctx._key)
-            try:  # the pinned states' handles: a close() since then clears ``_h`` only
-                if st is None:
-                    r = _drv.cuMemAlloc(n)
-                elif pool is None:
-                    r = _drv.cuMemAllocAsync(n, st._state.handle)
-                else:
-                    r = _drv.cuMemAllocFromPoolAsync(n, pool._state.handle, st._state.handle)
+            try:
+                r = _allocate(n, st, pool)
+                if r[0] is _OUT_OF_MEMORY:  # once more after the queued frees: see reclaim
+                    reclaim()
+                    r = _allocate(n, st, pool)
             finally:
                 leave_context(pushed)
             if r[0] is not SUCCESS:

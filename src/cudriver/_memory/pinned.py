@@ -13,6 +13,7 @@ from cuda.bindings import driver as _drv
 from .._context.device import Context, Device, call_in_context, context_arg, current_or_default
 from .._lifetime import _release
 from .._lifetime._coerce import HostMemory, bool_arg, nbytes_arg, typed_shape
+from .._lifetime._handle import reclaiming
 from .._runtime import _calls
 from . import _dlpack
 from ._copy import HostBytes
@@ -93,7 +94,7 @@ class PinnedBuffer(_dlpack.Producer, HostMemory):
         if ctx is None:
             ctx = current_or_default()
         with ctx._scope():
-            ptr = _calls.cuMemHostAlloc(n, flags)
+            ptr = reclaiming(_calls.cuMemHostAlloc, n, flags)
         self._context = ctx
         self._nbytes = n
         self._flags = flags

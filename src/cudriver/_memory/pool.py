@@ -35,7 +35,7 @@ from .._lifetime._coerce import (
     nbytes_arg,
     uint_arg,
 )
-from .._lifetime._handle import link, queue_if_free, unlink
+from .._lifetime._handle import link, queue_if_free, reclaiming, unlink
 from .._lifetime._pins import pinned
 from .._lifetime._release import _warn
 from .._runtime import _calls
@@ -210,7 +210,7 @@ class MemoryPool(PoolBase):
         props.maxSize = size
         ctx = _kept(dev)
         with ctx._scope():
-            h = _calls.cuMemPoolCreate(props)
+            h = reclaiming(_calls.cuMemPoolCreate, props)
         self._setup(h, dev, ipc, home=ctx)
         if threshold:
             self.release_threshold = threshold

@@ -44,6 +44,7 @@ ctypedef CUresult (*f_launch_ex)(const LaunchCfg*, void*, void**, void**) noexce
 
 cdef enum:
     SUCCESS = 0
+    OUT_OF_MEMORY = 2
     NOT_READY = 600
     MAX_PARAM_BYTES = 4096
     MAX_PARAMS = 512
