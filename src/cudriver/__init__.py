@@ -19,17 +19,21 @@ from ._launch._compile_cache import clear_compile_cache, compile_cache_info
 from ._launch._packing import PackedArgs, pack_arg
 from ._launch.kernel import Kernel, ParamInfo
 from ._launch.launch import LaunchConfig
+from ._launch.library import Library, LibraryKernel
 from ._launch.linker import LinkError, link
 from ._launch.module import Module
 from ._launch.plan import LaunchPlan
-from ._launch.program import NvrtcNotFoundError, compile, nvrtc_version
+from ._launch.program import CompiledCode, NvrtcNotFoundError, compile, nvrtc_version
 from ._lifetime._coerce import StreamLike, SupportsCudaStream
 from ._memory._copy import SupportsCudaArrayInterface
+from ._memory.arrays import ArrayFormat, CudaArray
 from ._memory.copies import copy_2d, copy_3d, copy_peer, memset_2d
 from ._memory.managed import ManagedBuffer
 from ._memory.memory import DeviceBuffer
 from ._memory.pinned import PinnedBuffer
 from ._memory.pool import KEEP_ALL, MemoryPool
+from ._memory.registered import RegisteredMemory
+from ._memory.strided import StridedView
 from ._memory.tensormap import (
     TensorMap,
     TensorMapDataType,
@@ -38,6 +42,7 @@ from ._memory.tensormap import (
     TensorMapL2Promotion,
     TensorMapSwizzle,
 )
+from ._memory.texture import AddressMode, FilterMode, ReadMode, SurfaceObject, TextureObject
 from ._memory.vmm import VirtualBuffer
 from ._runtime import _bindings
 from ._runtime._bindings import log_driver_messages
@@ -158,8 +163,10 @@ __all__ = [
     "AllocNode",
     "DeviceBuffer",
     "PinnedBuffer",
+    "RegisteredMemory",
     "ManagedBuffer",
     "VirtualBuffer",
+    "StridedView",
     "MemAdvise",
     "MemoryPool",
     "KEEP_ALL",
@@ -172,6 +179,8 @@ __all__ = [
     "SupportsCudaArrayInterface",
     "Module",
     "Kernel",
+    "Library",
+    "LibraryKernel",
     "LaunchPlan",
     "LaunchConfig",
     "FunctionAttribute",
@@ -184,7 +193,15 @@ __all__ = [
     "TensorMapInterleave",
     "TensorMapL2Promotion",
     "TensorMapFloatOOBFill",
+    "CudaArray",
+    "ArrayFormat",
+    "TextureObject",
+    "SurfaceObject",
+    "AddressMode",
+    "FilterMode",
+    "ReadMode",
     "compile",
+    "CompiledCode",
     "link",
     "LinkError",
     "compile_cache_info",

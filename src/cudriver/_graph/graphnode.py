@@ -218,7 +218,7 @@ def kernel_params(
     s = shared_mem(shmem)
     packed = kernel.pack(*args)
     p = _drv.CUDA_KERNEL_NODE_PARAMS()
-    p.func = kernel.handle
+    p.func = kernel._function()  # a LibraryKernel's: the current context's CUfunction
     p.gridDimX, p.gridDimY, p.gridDimZ = g
     p.blockDimX, p.blockDimY, p.blockDimZ = b
     p.sharedMemBytes = s

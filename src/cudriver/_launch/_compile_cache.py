@@ -5,7 +5,10 @@ that changes NVRTC's output: the source, the program name, the options (the
 architecture included), the in-memory headers, the target, NVRTC's version, the
 cuda-bindings version and cudriver's. Headers read from disk (``-I``, ``--include-path``,
 ``--pre-include``) are not part of the key, so such compilations are not cached.
-Compile errors are never cached.
+Compile errors are never cached. An entry holds the compiled code with what
+:func:`cudriver.compile` returns beside it (the lowered names of the name expressions,
+the compiler's log), as JSON before the code (:func:`pack_entry`, :func:`unpack_entry`):
+never pickle, so reading an entry runs no code.
 
 Two layers:
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import struct
 import tempfile
@@ -49,6 +53,9 @@ MEMORY_BYTES = 64 << 20
 DISK_BYTES = 1 << 30
 
 _MAGIC = b"CUDRVK1\n"
+# The payload of an entry of compile(): this, the JSON's length, the JSON, the code.
+_ENTRY_MAGIC = b"CUDRVE1\n"
+_ENTRY_HEAD = struct.Struct("<I")
 _HEADER = struct.Struct("<32sQ")  # SHA-256 of the payload, its length
 _SUFFIX = ".bin"
 _TMP_PREFIX = ".tmp-"
@@ -280,6 +287,29 @@ def store(k: str, data: bytes) -> None:
     folder = directory()
     if folder is not None:
         _write(folder, k, data)
+
+
+def pack_entry(code: bytes, meta: dict[str, Any]) -> bytes:
+    """One payload holding ``code`` and ``meta`` (JSON: strings, lists and dicts only)."""
+    js = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
+    return _ENTRY_MAGIC + _ENTRY_HEAD.pack(len(js)) + js + bytes(code)
+
+
+def unpack_entry(payload: bytes) -> tuple[bytes, dict[str, Any]] | None:
+    """``(code, meta)`` from :func:`pack_entry`'s payload; None when it is not one."""
+    head = len(_ENTRY_MAGIC) + _ENTRY_HEAD.size
+    if len(payload) < head or not payload.startswith(_ENTRY_MAGIC):
+        return None
+    (n,) = _ENTRY_HEAD.unpack_from(payload, len(_ENTRY_MAGIC))
+    if head + n > len(payload):
+        return None
+    try:
+        meta = json.loads(payload[head : head + n].decode())
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(meta, dict):
+        return None
+    return payload[head + n :], meta
 
 
 # -- public --------------------------------------------------------------------------------------

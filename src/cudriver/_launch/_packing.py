@@ -19,6 +19,7 @@ import numpy as np
 from cuda.bindings import driver as _drv
 
 from .._lifetime._coerce import DeviceMemory
+from .._memory.strided import StridedView
 
 __all__ = [
     "ArgLayout",
@@ -115,6 +116,8 @@ def pack_arg(size: int, value: Any, index: int = 0, kernel: str = "kernel") -> b
       ``size``;
     * ``CUdeviceptr``, ``None`` (NULL), an object with ``__cuda_array_interface__``
       or a ``ptr`` attribute (e.g. a ``DeviceBuffer``) → an 8-byte device address;
+    * a device :class:`~cudriver.StridedView` → its ``ptr`` (element ``[0, ..., 0]``;
+      pass its shape and strides as further arguments); a host one is refused;
     * a ctypes value, structure, union or array → its bytes; its size must equal
       ``size``;
     * an object whose type defines ``__cudriver_kernel_arg__()`` (e.g. a
@@ -172,6 +175,16 @@ def pack_arg(size: int, value: Any, index: int = 0, kernel: str = "kernel") -> b
             f"a host numpy array (shape {value.shape}) cannot be passed to a kernel: copy "
             "it to device memory and pass that, or pass a numpy scalar",
         )
+    if isinstance(value, StridedView):
+        if not value.is_device:
+            _fail(
+                kernel,
+                index,
+                f"a StridedView of host memory ({type(value.obj).__name__}, shape "
+                f"{value.shape}) cannot be passed to a kernel: copy it to device memory and "
+                "pass that",
+            )
+        return _pack_pointer(size, value.ptr, "the StridedView", kernel, index)
     cai = getattr(value, "__cuda_array_interface__", None)
     if cai is not None:
         try:
@@ -245,6 +258,12 @@ def _fast_ptr(buf: bytearray, off: int, value: Any) -> None:
     _PTR.pack_into(buf, off, value.ptr)
 
 
+def _fast_view(buf: bytearray, off: int, value: StridedView) -> None:
+    if not value.is_device:
+        raise TypeError("a host StridedView")  # pack_fast redoes it with pack_arg, which says why
+    _PTR.pack_into(buf, off, value.ptr)
+
+
 def _fast_cai(buf: bytearray, off: int, value: Any) -> None:
     _PTR.pack_into(buf, off, value.__cuda_array_interface__["data"][0] or 0)
 
@@ -280,6 +299,7 @@ for _np_t, _code in (
     (np.float64, "d"),
 ):
     _FAST[(_np_t, np.dtype(_np_t).itemsize)] = _fast_struct(struct.Struct("<" + _code))
+_FAST[(StridedView, 8)] = _fast_view
 
 
 def register_pointer_type(cls: type, *, via: str = "ptr") -> None:

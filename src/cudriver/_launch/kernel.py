@@ -10,11 +10,11 @@ calls of its occupancy methods (``cuOccupancy*``) are here with them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, cast
 
 from cuda.bindings import driver as _drv
 
-from .._context.device import current_or_default
+from .._context.device import Context, current_or_default
 from .._lifetime import _pins, capture
 from .._lifetime._coerce import (
     U32_MAX,
@@ -46,6 +46,7 @@ from .launch import (
 from .plan import LaunchPlan
 
 if TYPE_CHECKING:
+    from .library import Library
     from .module import Module
 
 __all__ = ["Kernel", "ParamInfo"]
@@ -66,9 +67,14 @@ _R = _drv.CUresult
 _MAX_PARAMS = 32768
 
 
-def read_params(h: Any) -> tuple[ParamInfo, ...]:
-    """A function's parameters (``cuFuncGetParamInfo`` until it answers INVALID_VALUE)."""
-    fn = _bindings.func_get_param_info
+def read_params(h: Any, fn: Callable[..., tuple[Any, ...]] | None = None) -> tuple[ParamInfo, ...]:
+    """A function's parameters (``cuFuncGetParamInfo`` until it answers INVALID_VALUE).
+
+    ``fn`` asks another entry point of the same form (``cuKernelGetParamInfo`` for a
+    ``CUkernel``).
+    """
+    if fn is None:
+        fn = _bindings.func_get_param_info
     if fn is None:
         raise NotSupportedError(
             _R.CUDA_ERROR_NOT_SUPPORTED,
@@ -140,14 +146,16 @@ class Kernel(Handle, KernelCore):
 
     Obtain one with :meth:`Module.kernel`. A kernel keeps its module alive and is
     closed when the module is closed. Its parameter layout is read once, on first
-    use (``cuFuncGetParamInfo``), and drives argument packing.
+    use (``cuFuncGetParamInfo``), and drives argument packing. A kernel of a
+    :class:`~cudriver.Library` is a :class:`~cudriver.LibraryKernel`, this class's
+    subclass, launched the same way on any context's stream.
     """
 
     __slots__ = ()  # the fields are KernelCore's C fields
 
     _kind = "Kernel"
 
-    _module: Module | None
+    _module: Module | Library | None  # a LibraryKernel's is its Library
     _name: str
     _params: tuple[ParamInfo, ...] | None
     _sizes: tuple[int, ...] | None
@@ -157,7 +165,7 @@ class Kernel(Handle, KernelCore):
         raise TypeError("use Module.kernel(name) or Kernel.from_handle()")
 
     @classmethod
-    def _new(cls, h: Any, name: str, module: Module | None, owner: Any = None) -> Kernel:
+    def _new(cls, h: Any, name: str, module: Module | Library | None, owner: Any = None) -> Kernel:
         self = cls.__new__(cls)
         self._module = module
         self._name = name
@@ -196,7 +204,7 @@ class Kernel(Handle, KernelCore):
         load = _bindings.func_load
         if load is None:
             return
-        ctx = self._module.context if self._module is not None else None
+        ctx = self._home_context()
         if ctx is not None:
             with ctx._scope():
                 r = load(self._h)
@@ -231,7 +239,16 @@ class Kernel(Handle, KernelCore):
     @property
     def module(self) -> Module | None:
         """The module the kernel belongs to (None for :meth:`from_handle` kernels)."""
-        return self._module
+        return cast("Module | None", self._module)
+
+    def _home_context(self) -> Context | None:
+        """The context the kernel's function lives in (its module's), or None if unknown."""
+        mod = self.module
+        return mod.context if mod is not None else None
+
+    def _function(self) -> Any:
+        """The ``CUfunction`` that attribute and occupancy queries take (the handle)."""
+        return self.handle
 
     def __repr__(self) -> str:
         if self._h is None:
@@ -367,7 +384,7 @@ class Kernel(Handle, KernelCore):
         the device's multiprocessor count, the largest grid a cooperative launch takes.
         """
         b = uint_arg(block_size, "block_size", 32)
-        return _blocks_per_sm(self.handle, b, _shared(shared_mem))
+        return _blocks_per_sm(self._function(), b, _shared(shared_mem))
 
     @_pins.pinned
     def suggested_block_size(
@@ -385,13 +402,12 @@ class Kernel(Handle, KernelCore):
         limit = uint_arg(max_block_size, "max_block_size", 32)
         if not callable(shared_mem):
             fn = _drv.cuOccupancyMaxPotentialBlockSize
-            grid, block = _occupancy(fn, self.handle, None, _shared(shared_mem), limit)
+            grid, block = _occupancy(fn, self._function(), None, _shared(shared_mem), limit)
             return int(grid), int(block)
-        mod = self._module
-        ctx = mod.context if mod is not None else current_or_default()
+        ctx = self._home_context() or current_or_default()
         most = min(self.max_threads_per_block, limit or U32_MAX)
         sms = ctx.device.multiprocessor_count
-        return _best_block_size(self.handle, lambda b: _shared(shared_mem(b)), most, sms)
+        return _best_block_size(self._function(), lambda b: _shared(shared_mem(b)), most, sms)
 
     @_pins.pinned
     def max_potential_cluster_size(self, block: Any, shared_mem: int = 0) -> int:
@@ -399,7 +415,7 @@ class Kernel(Handle, KernelCore):
 
         Calls ``cuOccupancyMaxPotentialClusterSize``.
         """
-        h, b, shmem = self.handle, dims(block, "block"), _shared(shared_mem)
+        h, b, shmem = self._function(), dims(block, "block"), _shared(shared_mem)
         cfg = native_config((1, 1, 1), b, shmem, None, None)
         return int(_occupancy(_drv.cuOccupancyMaxPotentialClusterSize, h, cfg))
 
@@ -407,7 +423,7 @@ class Kernel(Handle, KernelCore):
     def max_active_clusters(self, grid: Any, block: Any, cluster: Any, shared_mem: int = 0) -> int:
         """How many clusters of this launch can run at once (``cuOccupancyMaxActiveClusters``)."""
         g, b = dims(grid, "grid"), dims(block, "block")
-        h, shmem = self.handle, _shared(shared_mem)
+        h, shmem = self._function(), _shared(shared_mem)
         cfg = native_config(g, b, shmem, None, LaunchConfig(cluster=cluster))
         return int(_occupancy(_drv.cuOccupancyMaxActiveClusters, h, cfg))
 

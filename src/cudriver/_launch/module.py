@@ -2,7 +2,9 @@
 
 A :class:`Module` is loaded with ``cuModuleLoadData`` into one context and unloaded
 with ``cuModuleUnload``. :meth:`Module.kernel` returns a
-:class:`~cudriver.Kernel` (``cuModuleGetFunction``).
+:class:`~cudriver.Kernel` (``cuModuleGetFunction``). Code from :func:`cudriver.compile`
+brings the lowered names of its name expressions, by which :meth:`Module.kernel` and
+:meth:`Module.get_global` also find C++ templates.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import types
 import weakref
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cuda.bindings import driver as _drv
@@ -25,6 +29,7 @@ from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, CudaError, InvalidImageError, NotSupportedError, checked, error_for
 from .kernel import Kernel, ParamInfo, read_params
 from .linker import link
+from .program import CompiledCode
 
 __all__ = ["Module"]
 
@@ -87,6 +92,37 @@ def _load_detail(code: Any, kind: str, path: str | None) -> str:
     return src
 
 
+def lowered_names_of(image: Any) -> dict[str, str]:
+    """The lowered names a :class:`~cudriver.CompiledCode` carries (else none)."""
+    if isinstance(image, CompiledCode):
+        return dict(image.lowered_names)
+    return {}
+
+
+def merged_lowered_names(objects: Any) -> dict[str, str]:
+    """The lowered names of every :class:`~cudriver.CompiledCode` among link inputs."""
+    out: dict[str, str] = {}
+    if isinstance(objects, Iterable) and not isinstance(objects, (str, bytes)):
+        for obj in objects:
+            data = obj[0] if isinstance(obj, tuple) and obj else obj
+            out.update(lowered_names_of(data))
+    return out
+
+
+def not_found_hint(name: str, lowered: Mapping[str, str]) -> str:
+    """What a failed lookup of ``name`` says about C++ names."""
+    if lowered:
+        known = ", ".join(repr(n) for n in lowered)
+        return (
+            f"(the name expressions compiled with it are {known}; other C++ kernels need "
+            'extern "C", or compile(..., name_expressions=[...]))'
+        )
+    return (
+        '(C++ kernels need extern "C" to keep their names, or compile(..., '
+        "name_expressions=[...]) for templates)"
+    )
+
+
 class Module(Handle):
     """A loaded module: PTX, cubin or fatbin code in one context.
 
@@ -95,7 +131,7 @@ class Module(Handle):
     the module alive. Closing the module closes its kernels.
     """
 
-    __slots__ = ("_context", "_eager", "_functions", "_kernels", "_kind_name")
+    __slots__ = ("_context", "_eager", "_functions", "_kernels", "_kind_name", "_lowered")
 
     _kind = "Module"
 
@@ -104,6 +140,7 @@ class Module(Handle):
     _functions: dict[str, tuple[Any, tuple[ParamInfo, ...] | None]]
     _kernels: weakref.WeakValueDictionary[str, Kernel]
     _kind_name: str
+    _lowered: dict[str, str]
 
     def __init__(self) -> None:
         raise TypeError("use Module.load() or Module.from_handle()")
@@ -123,7 +160,9 @@ class Module(Handle):
         image
             PTX text (a ``str`` spanning several lines, or ``bytes``), a cubin or
             fatbin image (``bytes``), or the path of a file holding any of these (an
-            ``os.PathLike``, or a one-line ``str``).
+            ``os.PathLike``, or a one-line ``str``). A
+            :class:`~cudriver.CompiledCode` from :func:`cudriver.compile` brings its
+            lowered names: :meth:`kernel` then finds ``"axpy<float>"``.
         context
             The context to load into; default: the current one (else device 0's
             primary context).
@@ -165,6 +204,7 @@ class Module(Handle):
             ``image`` is of another type.
         """
         eager = bool_arg(eager, "eager")
+        lowered = lowered_names_of(image)
         data, path = _read_image(image)
         kind = _image_kind(data)
         if not data.strip(b"\0 \t\r\n"):
@@ -190,6 +230,7 @@ class Module(Handle):
         self._functions = {}
         self._kind_name = kind
         self._eager = False
+        self._lowered = lowered
         self._init_handle(
             r[1],
             release=functools.partial(call_in_context, ctx_h, _drv.cuModuleUnload),
@@ -217,10 +258,15 @@ class Module(Handle):
         """Link ``objects`` (:func:`cudriver.link`) and load the cubin into ``context``.
 
         ``options`` are :func:`cudriver.link`'s (``arch`` defaults to ``context``'s
-        device). Synchronous, as :meth:`load`.
+        device). Synchronous, as :meth:`load`. The lowered names of the
+        :class:`~cudriver.CompiledCode` inputs are kept, as :meth:`load` keeps them.
         """
         ctx = context_arg(context) or current_or_default()
-        return cls.load(link(objects, context=ctx, **options), context=ctx, eager=eager)
+        if isinstance(objects, Iterable) and not isinstance(objects, (str, bytes, os.PathLike)):
+            objects = list(objects)  # read twice: by link() and for the lowered names
+        linked = link(objects, context=ctx, **options)
+        code = CompiledCode._make(linked, "cubin", merged_lowered_names(objects))
+        return cls.load(code, context=ctx, eager=eager)
 
     def _load_all(self) -> bool:
         """Load every function's code; False where the driver or bindings cannot.
@@ -274,8 +320,17 @@ class Module(Handle):
         self._functions = {}
         self._kind_name = "foreign"
         self._eager = False
+        self._lowered = {}
         self._init_handle(h, release=None, func="cuModuleUnload", owned=False, owner=owner)
         return self
+
+    @property
+    def lowered_names(self) -> Mapping[str, str]:
+        """Name expression -> lowered name, from the :class:`~cudriver.CompiledCode` loaded.
+
+        Empty for code given as plain bytes, text or a path.
+        """
+        return types.MappingProxyType(self._lowered)
 
     @property
     def context(self) -> Context:
@@ -292,7 +347,10 @@ class Module(Handle):
         load recorded every function by name (``cuFuncGetName``) with its parameters
         (``cuFuncGetParamInfo``), so it cannot wait for the device, whatever
         ``CUDA_MODULE_LOADING`` says. C++ kernels have mangled names: declare them
-        ``extern "C"`` to look them up by their source name.
+        ``extern "C"`` to look them up by their source name, or compile them with
+        ``name_expressions=["axpy<float>"]`` (:func:`cudriver.compile`) and look them
+        up by that expression (or by the lowered name); the kernel's :attr:`~Kernel.name`
+        is the name asked for first.
 
         Raises
         ------
@@ -304,30 +362,30 @@ class Module(Handle):
         h = self._h
         if h is None:
             self._raise_closed()
-        k = self._kernels.get(name)
+        symbol = self._lowered.get(name, name)
+        k = self._kernels.get(symbol)
         if k is not None and k._h is not None:
             return k
-        recorded = self._functions.get(name)
+        recorded = self._functions.get(symbol)
         if recorded is not None:  # an eager load found it: no driver call
             k = Kernel._new(recorded[0], name, self)
             if recorded[1] is not None:
                 k._set_params(recorded[1])
-            self._kernels[name] = k
+            self._kernels[symbol] = k
             return k
         if GUARD.armed:
             GUARD.check()
-        r = _drv.cuModuleGetFunction(h, name.encode())
+        r = _drv.cuModuleGetFunction(h, symbol.encode())
         if r[0] is not SUCCESS:
             raise error_for(
                 r[0],
                 _drv.cuModuleGetFunction,
-                f'no kernel named {name!r} in this module (C++ kernels need extern "C" '
-                "to keep their names)",
+                f"no kernel named {name!r} in this module {not_found_hint(name, self._lowered)}",
             )
         k = Kernel._new(r[1], name, self)
         if not self._eager:
             k._load()
-        self._kernels[name] = k
+        self._kernels[symbol] = k
         return k
 
     @pinned
@@ -340,6 +398,8 @@ class Module(Handle):
         arguments, the CUDA Array Interface); it never frees the memory, and it keeps
         this module loaded while it lives (a lease, as graphs and prepared launches
         hold). Read it as bytes, or give it a dtype with :meth:`DeviceBuffer.cast`.
+        ``name`` may be a name expression compiled with the code (its lowered name is
+        looked up).
 
         Raises
         ------
@@ -349,8 +409,9 @@ class Module(Handle):
         if not isinstance(name, str):
             raise TypeError(f"global name must be a str, not {type(name).__name__}")
         h = self.handle
+        symbol = self._lowered.get(name, name)
         with self.context._scope():
-            r = _drv.cuModuleGetGlobal(h, name.encode())
+            r = _drv.cuModuleGetGlobal(h, symbol.encode())
         if r[0] is not SUCCESS:
             raise error_for(r[0], _drv.cuModuleGetGlobal, f"no global named {name!r}")
         return DeviceBuffer.from_handle(r[1], int(r[2]), self._lease(), context=self.context)

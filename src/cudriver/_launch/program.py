@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
+import types
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
@@ -27,7 +28,55 @@ from .._runtime import _bindings
 from ..errors import CompileError
 from . import _compile_cache
 
-__all__ = ["compile", "nvrtc_version", "NvrtcNotFoundError", "arch_option"]
+__all__ = ["compile", "nvrtc_version", "NvrtcNotFoundError", "arch_option", "CompiledCode"]
+
+
+class CompiledCode(bytes):
+    """What :func:`compile` returns: the code as ``bytes``, with what NVRTC said of it.
+
+    Usable wherever bytes are (:meth:`cudriver.Module.load`,
+    :meth:`cudriver.Library.load`, :func:`cudriver.link`, files, equality with bytes);
+    ``bytes(code)`` drops the extra fields. It pickles as itself, fields included.
+
+    Attributes
+    ----------
+    lowered_names
+        Each name expression given to :func:`compile` (``"axpy<float>"``) mapped to
+        its lowered (mangled) name (``"_Z4axpyIfEvT_PKS0_PS0_i"``), read with
+        ``nvrtcGetLoweredName``. A :class:`~cudriver.Module` or
+        :class:`~cudriver.Library` loaded from this code finds kernels and globals by
+        either name.
+    log
+        The compiler's log on success: its warnings and remarks (empty when it said
+        nothing).
+    target
+        ``"ptx"``, ``"cubin"``, ``"ltoir"``, or ``"unknown"`` for code from elsewhere.
+    """
+
+    lowered_names: Mapping[str, str]
+    log: str
+    target: str
+
+    @classmethod
+    def _make(
+        cls, code: bytes, target: str, lowered_names: Mapping[str, str] | None = None, log: str = ""
+    ) -> CompiledCode:
+        self = cls(code)
+        self.lowered_names = types.MappingProxyType(dict(lowered_names or {}))
+        self.log = log
+        self.target = target
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (bytes(self), self.target, dict(self.lowered_names), self.log))
+
+    def __repr__(self) -> str:
+        names = f" lowered_names={dict(self.lowered_names)!r}" if self.lowered_names else ""
+        return f"<cudriver.CompiledCode {self.target}, {len(self)} bytes{names}>"
+
+
+def _rebuild(code: bytes, target: str, lowered: dict[str, str], log: str) -> CompiledCode:
+    return CompiledCode._make(code, target, lowered, log)
 
 
 class NvrtcNotFoundError(ImportError):
@@ -271,10 +320,13 @@ def compile(
     headers: Mapping[str, str | bytes] | None = None,
     cache: bool = True,
     relocatable: bool = False,
-) -> bytes:
+    name_expressions: Iterable[str] = (),
+) -> CompiledCode:
     """Compile CUDA C++ ``source`` with NVRTC; return PTX text or a cubin as bytes.
 
-    Calls ``nvrtcCreateProgram``, ``nvrtcCompileProgram``, ``nvrtcGetPTX`` or
+    Calls ``nvrtcCreateProgram``, ``nvrtcAddNameExpression`` (once per name
+    expression), ``nvrtcCompileProgram``, ``nvrtcGetProgramLog``,
+    ``nvrtcGetLoweredName`` (per name expression), ``nvrtcGetPTX`` or
     ``nvrtcGetCUBIN``, and ``nvrtcDestroyProgram`` (always). Runs on the host only;
     the result goes to :meth:`cudriver.Module.load`. A result already in the compile
     cache (in memory, then on disk; see :func:`compile_cache_info`) is returned
@@ -283,7 +335,8 @@ def compile(
     Parameters
     ----------
     source
-        The CUDA C++ source. Declare kernels ``extern "C"`` to find them by name.
+        The CUDA C++ source. Declare kernels ``extern "C"`` to find them by name, or
+        name them in ``name_expressions`` (templates, namespaces, overloads).
     name
         The program's file name, used in the compiler's messages.
     options
@@ -311,11 +364,20 @@ def compile(
         Relocatable device code (``--relocatable-device-code=true``): ``extern
         __device__`` functions and variables may live in another program, and the
         result must go through :func:`cudriver.link` before it loads.
+    name_expressions
+        C++ expressions naming kernels (``"axpy<float>"``, ``"ns::scale"``) or the
+        address of ``__device__``/``__constant__`` variables (``"&ns::factor"``), as
+        NVRTC takes them: each template named is instantiated, and the lowered
+        (mangled) name is kept in the result's ``lowered_names``, under the
+        expression exactly as given. They are part of the compile cache's key.
 
     Returns
     -------
-    bytes
-        PTX text (without a trailing NUL), the cubin image or the LTO-IR.
+    CompiledCode
+        A ``bytes`` subclass: PTX text (without a trailing NUL), the cubin image or
+        the LTO-IR, with ``lowered_names`` (name expression -> lowered name), ``log``
+        (the compiler's warnings; empty when none) and ``target``. A cache hit gives
+        back the lowered names and the log of the compilation that filled it.
 
     Raises
     ------
@@ -324,7 +386,8 @@ def compile(
     NvrtcNotFoundError
         NVRTC's library is not installed (an ``ImportError``).
     ValueError, TypeError
-        A bad ``target``, ``arch``, ``options`` or ``headers``, before NVRTC runs.
+        A bad ``target``, ``arch``, ``options``, ``headers`` or ``name_expressions``,
+        before NVRTC runs.
     """
     tgt = _target(target)
     use_cache = bool_arg(cache, "cache")
@@ -358,23 +421,70 @@ def compile(
             inc_names.append(hname.encode())
             inc_srcs.append(hsrc.encode() if isinstance(hsrc, str) else hsrc)
 
+    names = _name_expressions(name_expressions)
+
     nvrtc = _nvrtc()
     if arch_opt is None and not user_arch:
         arch_opt = arch_option(current_or_default().device.compute_capability, tgt)
     if arch_opt is not None:
         opts.append(arch_opt.encode())
 
-    job = _Job(src, name, opts, tgt, inc_names, inc_srcs)
+    job = _Job(src, name, opts, tgt, inc_names, inc_srcs, names)
     k = None
     if use_cache and _compile_cache.enabled() and _compile_cache.cacheable(opts):
         k = _cache_key(job)
-        hit = _compile_cache.lookup(k)
+        hit = _from_cache(k, job)
         if hit is not None:
             return hit
     out = _run_nvrtc(nvrtc, job)
     if k is not None:
-        _compile_cache.store(k, out)
+        meta = {"lowered_names": dict(out.lowered_names), "log": out.log}
+        _compile_cache.store(k, _compile_cache.pack_entry(out, meta))
     return out
+
+
+def _name_expressions(name_expressions: Iterable[str]) -> tuple[str, ...]:
+    """The name expressions, checked, each once, in order."""
+    if isinstance(name_expressions, (str, bytes)):
+        raise TypeError(
+            "name_expressions must be a sequence of strings (e.g. ['axpy<float>']), not a "
+            f"single {type(name_expressions).__name__}"
+        )
+    try:
+        items = list(name_expressions)
+    except TypeError:
+        raise TypeError(
+            f"name_expressions must be a sequence of strings, not {type(name_expressions).__name__}"
+        ) from None
+    out: dict[str, None] = {}
+    for e in items:
+        if not isinstance(e, str):
+            raise TypeError(f"each name expression must be a str, not {type(e).__name__}: {e!r}")
+        if not e.strip() or "\0" in e:
+            raise ValueError(f"a name expression must be a non-empty C++ name, not {e!r}")
+        out[e] = None
+    return tuple(out)
+
+
+def _from_cache(k: str, job: _Job) -> CompiledCode | None:
+    """The cached result for key ``k``, or None (a payload that does not decode: a miss)."""
+    payload = _compile_cache.lookup(k)
+    if payload is None:
+        return None
+    entry = _compile_cache.unpack_entry(payload)
+    if entry is None:
+        return None
+    code, meta = entry
+    lowered = meta.get("lowered_names", {})
+    log = meta.get("log", "")
+    if (
+        not isinstance(lowered, dict)
+        or set(lowered) != set(job.names)
+        or not all(isinstance(v, str) for v in lowered.values())
+        or not isinstance(log, str)
+    ):
+        return None
+    return CompiledCode._make(code, job.tgt, lowered, log)
 
 
 class _Job(NamedTuple):
@@ -386,11 +496,12 @@ class _Job(NamedTuple):
     tgt: str  # "ptx", "cubin" or "ltoir"
     inc_names: list[bytes]  # the headers' include names
     inc_srcs: list[bytes]  # and their sources, in the same order
+    names: tuple[str, ...] = ()  # the name expressions
 
 
 def _cache_key(job: _Job) -> str:
     """The compile cache's key: everything that changes NVRTC's output."""
-    src, name, opts, tgt, inc_names, inc_srcs = job
+    src, name, opts, tgt, inc_names, inc_srcs, names = job
     major, minor = nvrtc_version()
     version = str(getattr(sys.modules.get("cudriver"), "__version__", ""))
     parts = [
@@ -406,24 +517,45 @@ def _cache_key(job: _Job) -> str:
     ]
     for hname, hsrc in zip(inc_names, inc_srcs, strict=True):
         parts += [hname, hsrc]
+    # The entry holds the code with its lowered names and log (pack_entry).
+    parts += [b"name expressions", *(e.encode() for e in names), b"entry/2"]
     return _compile_cache.key(parts)
 
 
-def _run_nvrtc(nvrtc: Any, job: _Job) -> bytes:
-    """Compile with NVRTC; the output (PTX without its NUL, or the cubin)."""
-    src, name, opts, tgt, inc_names, inc_srcs = job
+def _run_nvrtc(nvrtc: Any, job: _Job) -> CompiledCode:
+    """Compile with NVRTC; the output (PTX without its NUL, or the cubin) and its names."""
+    src, name, opts, tgt, inc_names, inc_srcs, names = job
     ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
     r = nvrtc.nvrtcCreateProgram(src, name.encode(), len(inc_srcs), inc_srcs, inc_names)
     if r[0] != ok:
         raise CompileError(f"nvrtcCreateProgram failed for {name!r}: {_result_name(nvrtc, r[0])}")
     prog = r[1]
     try:
+        for e in names:
+            r = nvrtc.nvrtcAddNameExpression(prog, e.encode())
+            if r[0] != ok:
+                raise CompileError(
+                    f"nvrtcAddNameExpression failed for {e!r}: {_result_name(nvrtc, r[0])}"
+                )
         r = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         if r[0] != ok:
             raise CompileError(
                 f"NVRTC failed to compile {name!r}: {_result_name(nvrtc, r[0])}",
                 _log(nvrtc, prog),
             )
+        log = _log(nvrtc, prog)
+        lowered: dict[str, str] = {}
+        for e in names:
+            r = nvrtc.nvrtcGetLoweredName(prog, e.encode())
+            if r[0] != ok or not r[1]:
+                raise CompileError(
+                    f"nvrtcGetLoweredName failed for {e!r} in {name!r}: "
+                    f"{_result_name(nvrtc, r[0])} (is it the name of a __global__ function "
+                    "or a __device__/__constant__ variable?)",
+                    log,
+                )
+            raw = r[1]
+            lowered[e] = raw.decode() if isinstance(raw, bytes) else str(raw)
         if tgt == "ptx":
             get_size, get, what = nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, "nvrtcGetPTX"
         elif tgt == "ltoir":
@@ -440,8 +572,7 @@ def _run_nvrtc(nvrtc: Any, job: _Job) -> bytes:
         r = get(prog, buf)
         if r[0] != ok:
             raise CompileError(f"{what} failed: {_result_name(nvrtc, r[0])}", _log(nvrtc, prog))
-        if tgt == "ptx":
-            return buf.rstrip(b"\0")
-        return bytes(buf)
+        code = buf.rstrip(b"\0") if tgt == "ptx" else bytes(buf)
+        return CompiledCode._make(code, tgt, lowered, log)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)

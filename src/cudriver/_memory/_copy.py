@@ -12,14 +12,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 from cuda.bindings import driver as _drv
 
 from .._context.device import enter_context, leave_context
-from .._lifetime import capture
+from .._lifetime import _pins, capture
 from .._lifetime._coerce import (
     U64_LIMIT,
     DeviceMemory,
@@ -41,6 +41,8 @@ __all__ = [
     "SupportsCudaArrayInterface",
     "Operand",
     "operand",
+    "CaiFields",
+    "read_cai",
     "parse_cai",
     "ndarray_address",
     "cai_stream_value",
@@ -49,6 +51,7 @@ __all__ = [
     "memory_side",
     "enqueue",
     "refuse_capturing",
+    "run_copy",
 ]
 
 _EVENT_NO_TIMING = int(_drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
@@ -76,8 +79,26 @@ def cai_stream_value(h: Any) -> int:
 _CAI_VERSION = 3
 
 
-def parse_cai(cai: object, role: str) -> tuple[int, int, bool, int | None]:
-    """``(address, nbytes, read_only, stream or None)`` of a CAI dict (C-contiguous only)."""
+class CaiFields(NamedTuple):
+    """What a ``__cuda_array_interface__`` describes, checked by :func:`read_cai`."""
+
+    #: The address of element ``[0, ..., 0]`` (0 for an empty array's None).
+    ptr: int
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    #: In bytes; None for C order.
+    strides: tuple[int, ...] | None
+    readonly: bool
+    #: The producer's stream handle (CAI v3; 1 is the legacy default stream), or None.
+    stream: int | None
+
+
+def read_cai(cai: object, role: str) -> CaiFields:
+    """The one parser of a CAI dict: any layout; TypeError or ValueError naming ``role``.
+
+    Refuses versions above 3, masks, malformed entries, a ``stream`` that is not a
+    handle (0 included), and strides of another length than the shape.
+    """
     if not isinstance(cai, dict):
         raise TypeError(f"{role}.__cuda_array_interface__ is a {type(cai).__name__}, not a dict")
     version = cai.get("version")
@@ -110,18 +131,25 @@ def parse_cai(cai: object, role: str) -> tuple[int, int, bool, int | None]:
         raise ValueError(f"{role}'s __cuda_array_interface__ names stream {stream}, not a handle")
     if cai.get("mask") is not None:
         raise ValueError(f"{role} is a masked array (__cuda_array_interface__ 'mask'): unsupported")
+    if strides is not None and len(strides) != len(shape):
+        raise ValueError(f"{role} has shape {shape} but strides {strides}")
+    return CaiFields(ptr, shape, dtype, strides, bool(read_only), stream)
+
+
+def parse_cai(cai: object, role: str) -> tuple[int, int, bool, int | None]:
+    """``(address, nbytes, read_only, stream or None)`` of a CAI dict (C-contiguous only)."""
+    f = read_cai(cai, role)
+    shape, strides = f.shape, f.strides
     if strides is not None:
-        if len(strides) != len(shape):
-            raise ValueError(f"{role} has shape {shape} but strides {strides}")
-        expected = dtype.itemsize
+        expected = f.dtype.itemsize
         for dim, st in zip(reversed(shape), reversed(strides), strict=True):
             if dim != 1 and int(st) != expected:
                 raise ValueError(
                     f"{role} is not C-contiguous (shape {shape}, strides {tuple(strides)}): "
-                    "copy it to a contiguous array first"
+                    "copy it to a contiguous array first, or wrap it in a cudriver.StridedView"
                 )
             expected *= dim
-    return ptr, math.prod(shape) * dtype.itemsize, bool(read_only), stream
+    return f.ptr, math.prod(shape) * f.dtype.itemsize, f.readonly, f.stream
 
 
 class HostBytes:
@@ -224,6 +252,10 @@ def operand(obj: object, *, writable: bool, role: str) -> Operand:
     if isinstance(obj, HostMemory):
         if obj._h is None:
             obj._raise_closed()
+        if writable and getattr(obj, "read_only", False):
+            raise ValueError(
+                f"{role} is registered read-only (read_only=True): nothing may write it"
+            )
         return False, obj._key, obj._nbytes, obj, None
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
@@ -389,3 +421,43 @@ def enqueue(
             capture.keep(q, keep, buf)
     finally:
         leave_context(pushed)
+
+
+def run_copy(
+    stream: StreamLike,
+    objs: tuple[Any, ...],
+    call: Any,
+    *args: Any,
+    ops: tuple[Operand, ...] = (),
+) -> None:
+    """Enqueue ``call(*args, queue)`` with the objects pinned; wait when no stream.
+
+    Ordered first after the streams the operands ``ops`` advertise (the CUDA Array
+    Interface's rule for consumers). Without a stream the queue is the legacy stream,
+    or its stand-in while a capture is open (``capture.run_stream_less``), in the
+    current context, and the call has completed on return; with one it is only
+    enqueued, and ``objs`` are kept alive with a capture in progress there. The
+    copies of ``copies`` and :class:`~cudriver.StridedView` go through here.
+    """
+    states = _pins.pin_all(*objs, stream)
+    try:
+        if stream is None:
+            capture.run_stream_less(None, call, args, functools.partial(_ordered, ops))
+            return
+        queue = stream_handle(stream)
+        _ordered(ops, queue)
+        r = call(*args, queue)
+        if r[0] is not SUCCESS:
+            raise error_for(r[0], call)
+        for o in objs:
+            if isinstance(o, DeviceMemory):
+                o._note_use(queue)  # a stream-ordered free waits for this copy
+        capture.keep(queue, *objs)
+    finally:
+        _pins.unpin_all(states)
+
+
+def _ordered(ops: tuple[Operand, ...], queue: Any) -> None:
+    for op in ops:
+        if op[4] is not None:
+            order_after(queue, op[4])

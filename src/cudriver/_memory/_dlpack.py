@@ -25,6 +25,9 @@ consumer's stream, checks all it describes before consuming it (a refused capsul
 freed by its own destructor), renames it ``"used_dltensor[_versioned]"`` and wraps the
 memory with ``from_handle``, with an owner that calls the producer's deleter once,
 when the buffer and its views are gone (never in a forked child or at exit).
+:func:`parse_tensor` is the one parser of a tensor (any strides, any device);
+:func:`import_tensor` gives it, with the owner, to :class:`~cudriver.StridedView`, and
+``import_buffer`` adds a buffer's checks (CUDA memory, C order, not empty, writable).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import math
 import os
 import sys
 import threading
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from cuda.bindings import driver as _drv
@@ -69,6 +72,14 @@ __all__ = [
     "Producer",
     "import_buffer",
     "registry_size",
+    "Tensor",
+    "extent",
+    "parse_tensor",
+    "dlpack_device",
+    "ask_capsule",
+    "open_capsule",
+    "claim",
+    "import_tensor",
 ]
 
 KDLCPU = 1
@@ -661,11 +672,41 @@ def _context_for(ordinal: int) -> Context | None:
     return kept_primary(dev) if active else None
 
 
-def _tensor_fields(t: DLTensor, what: str) -> tuple[int, int, np.dtype[Any], tuple[int, ...], int]:
-    """``(address, nbytes, dtype, shape, device id)``, checked; BufferError naming the issue."""
+class Tensor(NamedTuple):
+    """What a DLPack tensor describes, checked by :func:`parse_tensor`."""
+
+    #: ``data + byte_offset``: the address of element ``[0, ..., 0]`` (0 when empty).
+    address: int
+    #: ``(device type, device id)`` as the tensor says.
+    device: tuple[int, int]
+    dtype: np.dtype[Any]
+    shape: tuple[int, ...]
+    #: In elements; None for C order (a NULL ``strides``).
+    strides: tuple[int, ...] | None
+    #: ``DLPACK_FLAG_BITMASK_READ_ONLY`` of a versioned capsule.
+    readonly: bool
+
+
+def extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int]:
+    """``(lowest, highest)`` element offsets (in elements) a layout touches; shape not empty."""
+    lo = hi = 0
+    for d, st in zip(shape, strides, strict=True):
+        if st < 0:
+            lo += (d - 1) * st
+        else:
+            hi += (d - 1) * st
+    return lo, hi
+
+
+def parse_tensor(t: DLTensor, what: str, readonly: bool = False) -> Tensor:
+    """The one parser of a ``DLTensor``: any device, any strides; BufferError naming the issue.
+
+    Checks the dimensions, the dtype (numpy must have it), the shape (no negative
+    extent) and that every element lies in the 64-bit address space; the data
+    pointer may be NULL only for an empty tensor. Reads the structs only (no driver
+    call). ``what`` names the tensor in messages.
+    """
     dev = (int(t.device.device_type), int(t.device.device_id))
-    if dev[0] not in (KDLCUDA, KDLCUDAMANAGED):
-        raise BufferError(f"{what} describes memory on {_device_name(dev)}, not CUDA memory")
     ndim = int(t.ndim)
     if not 0 <= ndim <= _MAX_NDIM:
         raise BufferError(f"{what} has ndim {ndim}")
@@ -675,27 +716,49 @@ def _tensor_fields(t: DLTensor, what: str) -> tuple[int, int, np.dtype[Any], tup
     shape = tuple((ctypes.c_int64 * ndim).from_address(t.shape)) if ndim else ()
     if any(d < 0 for d in shape):
         raise BufferError(f"{what} has a negative dimension: shape {shape}")
+    strides = None
+    if ndim and t.strides:
+        strides = tuple((ctypes.c_int64 * ndim).from_address(t.strides))
+    # As C computes it: a producer may say element 0 is below ``data`` with a byte
+    # offset that wraps around (measured: CuPy for negative strides).
+    address = (int(t.data or 0) + int(t.byte_offset)) & (U64_LIMIT - 1)
+    if math.prod(shape):
+        if not t.data:
+            raise BufferError(f"{what} has a NULL data pointer")
+        lo, hi = extent(shape, strides if strides is not None else tuple(_c_strides(shape)))
+        if address + lo * dtype.itemsize < 0 or address + (hi + 1) * dtype.itemsize > U64_LIMIT:
+            raise BufferError(
+                f"{what} describes memory beyond the 64-bit address space (data "
+                f"{int(t.data or 0):#x}, byte_offset {int(t.byte_offset)}, shape {shape}, "
+                f"strides {strides} in elements of {dtype.itemsize} bytes)"
+            )
+    return Tensor(address, dev, dtype, shape, strides, readonly)
+
+
+def _tensor_fields(t: DLTensor, what: str) -> tuple[int, int, np.dtype[Any], tuple[int, ...], int]:
+    """``(address, nbytes, dtype, shape, device id)`` of a buffer's tensor (CUDA, C order)."""
+    dev = (int(t.device.device_type), int(t.device.device_id))
+    if dev[0] not in (KDLCUDA, KDLCUDAMANAGED):
+        raise BufferError(f"{what} describes memory on {_device_name(dev)}, not CUDA memory")
+    tensor = parse_tensor(t, what)
+    shape, strides, dtype = tensor.shape, tensor.strides, tensor.dtype
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes == 0:
         raise BufferError(
             f"{what} is empty (shape {shape}): a DeviceBuffer needs at least one byte"
         )
-    if ndim and t.strides:
-        strides = tuple((ctypes.c_int64 * ndim).from_address(t.strides))
+    if strides is not None:
         expected = 1
         for dim, st in zip(reversed(shape), reversed(strides), strict=True):
             if dim != 1 and st != expected:
                 raise BufferError(
                     f"{what} is not C-contiguous (shape {shape}, strides {strides} in "
-                    "elements): make it contiguous first (e.g. tensor.contiguous())"
+                    "elements): a DeviceBuffer is contiguous memory; wrap it in a "
+                    "cudriver.StridedView instead (kernel arguments, 2D/3D copies), or make "
+                    "it contiguous first (e.g. tensor.contiguous())"
                 )
             expected *= dim
-    if not t.data:
-        raise BufferError(f"{what} has a NULL data pointer")
-    address = int(t.data) + int(t.byte_offset)
-    if address + nbytes > U64_LIMIT:
-        raise BufferError(f"{what} describes memory beyond the 64-bit address space")
-    return address, nbytes, dtype, shape, dev[1]
+    return tensor.address, nbytes, dtype, shape, dev[1]
 
 
 _B = TypeVar("_B", bound=DeviceMemory)
@@ -727,33 +790,56 @@ def import_buffer(cls: type[_B], obj: object, *, stream: StreamLike = None) -> _
     TypeError
         ``obj`` does not support DLPack.
     BufferError
-        ``obj`` is not on a CUDA device, or its tensor is empty, not C-contiguous,
-        read-only, of a DLPack version other than 1.x, or of a dtype numpy lacks.
+        ``obj`` is not on a CUDA device, or its tensor is empty, not C-contiguous
+        (the message points to :class:`~cudriver.StridedView`), read-only, of a DLPack
+        version other than 1.x, or of a dtype numpy lacks.
     """
-    dlpack = getattr(obj, "__dlpack__", None)
-    where = getattr(obj, "__dlpack_device__", None)
     what = type(obj).__name__
-    if not callable(dlpack) or not callable(where):
+    dev = dlpack_device(obj)
+    if dev is None:
         raise TypeError(
             f"{what} does not support DLPack (no __dlpack__ and __dlpack_device__); for a "
             "host array use DeviceBuffer.from_array"
         )
-    dev = _device_pair(where(), f"{what}.__dlpack_device__()")
     if dev[0] not in (KDLCUDA, KDLCUDAMANAGED):
         raise BufferError(
             f"{what} is on {_device_name(dev)}, not a CUDA device: DeviceBuffer.from_dlpack "
             "shares device memory; copy host data with DeviceBuffer.from_array(...)"
         )
-    s = _consumer_stream(stream)
+    return _consume(cls, ask_capsule(obj, dev, stream), obj)
+
+
+def dlpack_device(obj: object) -> tuple[int, int] | None:
+    """``obj.__dlpack_device__()`` checked, or None when ``obj`` does not speak DLPack."""
+    dlpack = getattr(obj, "__dlpack__", None)
+    where = getattr(obj, "__dlpack_device__", None)
+    if not callable(dlpack) or not callable(where):
+        return None
+    return _device_pair(where(), f"{type(obj).__name__}.__dlpack_device__()")
+
+
+def ask_capsule(obj: object, dev: tuple[int, int], stream: StreamLike) -> Any:
+    """``obj.__dlpack__(stream=..., max_version=(1, 0))``: the capsule, by the stream rule.
+
+    For CUDA and managed memory the consumer's stream is passed (:func:`_consumer_stream`:
+    None the legacy default stream, -1 no ordering); for other devices (host memory)
+    ``stream=None``, as the array API says. Producers that do not take ``max_version``
+    are asked again without it.
+    """
+    dlpack: Any = getattr(obj, "__dlpack__")  # noqa: B009 - typed Any on purpose
+    s = _consumer_stream(stream) if dev[0] in (KDLCUDA, KDLCUDAMANAGED) else None
     try:
-        capsule = dlpack(stream=s, max_version=_MAX_VERSION)
+        return dlpack(stream=s, max_version=_MAX_VERSION)
     except TypeError:  # a producer older than max_version
-        capsule = dlpack(stream=s)
-    return _consume(cls, capsule, obj)
+        return dlpack(stream=s)
 
 
-def _consume(cls: type[_B], capsule: Any, obj: object) -> _B:
-    what = f"the DLPack tensor of {type(obj).__name__}"
+def open_capsule(capsule: Any, obj: object) -> tuple[_Managed, int, bool, bool]:
+    """``(managed struct, its address, versioned?, read-only?)`` of an unconsumed capsule.
+
+    Refuses (BufferError) what is not a DLPack capsule and versions other than 1.x; a
+    refused capsule is left to its producer (its own destructor frees it).
+    """
     versioned = bool(_IsValid(capsule, _VERSIONED_NAME))
     if not versioned and not _IsValid(capsule, _LEGACY_NAME):
         raise BufferError(
@@ -762,26 +848,60 @@ def _consume(cls: type[_B], capsule: Any, obj: object) -> _B:
         )
     ptr = int(_GetPointer(capsule, _VERSIONED_NAME if versioned else _LEGACY_NAME))
     managed: _Managed
+    readonly = False
     if versioned:
         managed = DLManagedTensorVersioned.from_address(ptr)
         major, minor = int(managed.version.major), int(managed.version.minor)
         if major != 1:
             # Not consumed: the capsule's own destructor calls the deleter.
-            raise BufferError(f"{what} is DLPack {major}.{minor}; cudriver reads 1.x")
-        if int(managed.flags) & FLAG_READ_ONLY:
             raise BufferError(
-                f"{what} is read-only (DLPACK_FLAG_BITMASK_READ_ONLY), and cudriver buffers "
-                "are always writable: export a writable tensor or copy it first"
+                f"the DLPack tensor of {type(obj).__name__} is DLPack {major}.{minor}; "
+                "cudriver reads 1.x"
             )
+        readonly = bool(int(managed.flags) & FLAG_READ_ONLY)
     else:
         managed = DLManagedTensor.from_address(ptr)
-    address, nbytes, dtype, shape, dev_id = _tensor_fields(managed.dl_tensor, what)
-    ctx = _context_for(dev_id)
+    return managed, ptr, versioned, readonly
+
+
+def claim(capsule: Any, ptr: int, managed: _Managed, versioned: bool, obj: object) -> Any:
+    """Consume ``capsule`` (rename it ``used_...``): the owner returned calls the deleter.
+
+    Call once everything the tensor describes has been checked: from here on the
+    producer's memory is the caller's until the owner is dropped.
+    """
     owner = _ForeignTensor(ptr, managed.deleter, obj)
     used = _USED_VERSIONED_NAME if versioned else _USED_LEGACY_NAME
     if _SetName(capsule, used) != 0:  # pragma: no cover - fails only on a non-capsule
         raise BufferError(f"could not consume {capsule!r}")
     owner.armed = True  # from here on, dropping the owner calls the deleter
+    return owner
+
+
+def import_tensor(obj: object, dev: tuple[int, int], stream: StreamLike) -> tuple[Tensor, Any]:
+    """``(tensor, owner)``: ask ``obj`` for a capsule, parse it (any layout) and consume it.
+
+    What :class:`~cudriver.StridedView` reads. The owner calls the producer's deleter
+    when dropped. Makes no driver call.
+    """
+    capsule = ask_capsule(obj, dev, stream)
+    managed, ptr, versioned, readonly = open_capsule(capsule, obj)
+    tensor = parse_tensor(managed.dl_tensor, f"the DLPack tensor of {type(obj).__name__}", readonly)
+    return tensor, claim(capsule, ptr, managed, versioned, obj)
+
+
+def _consume(cls: type[_B], capsule: Any, obj: object) -> _B:
+    what = f"the DLPack tensor of {type(obj).__name__}"
+    managed, ptr, versioned, readonly = open_capsule(capsule, obj)
+    if readonly:
+        raise BufferError(
+            f"{what} is read-only (DLPACK_FLAG_BITMASK_READ_ONLY), and cudriver buffers "
+            "are always writable: export a writable tensor or copy it first (a "
+            "cudriver.StridedView takes read-only tensors)"
+        )
+    address, nbytes, dtype, shape, dev_id = _tensor_fields(managed.dl_tensor, what)
+    ctx = _context_for(dev_id)
+    owner = claim(capsule, ptr, managed, versioned, obj)
     buf = cast(Any, cls).from_handle(address, nbytes, owner=owner, context=ctx)
     buf._dtype = dtype
     buf._shape = shape

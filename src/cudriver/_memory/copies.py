@@ -14,23 +14,19 @@ fill), pitches in bytes.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from cuda.bindings import driver as _drv
 
-from .._lifetime import _pins, capture
 from .._lifetime._coerce import (
     StreamLike,
     device_address,
     nbytes_arg,
     renamed_keyword,
-    stream_handle,
     uint_arg,
 )
-from .._runtime._bindings import SUCCESS
-from ..errors import error_for
-from ._copy import Operand, fill_args, memory_side, operand, order_after
+from ._copy import Operand, fill_args, memory_side, operand
+from ._copy import run_copy as _run
 from .memory import DeviceBuffer
 
 __all__ = ["copy_2d", "copy_3d", "memset_2d", "copy_peer"]
@@ -55,35 +51,6 @@ def _pitch(value: Any, width: int, name: str) -> int:
 def _fits(op: Operand, need: int, role: str) -> None:
     if op[2] < need:
         raise ValueError(f"{role} holds {op[2]} bytes; the copy needs {need}")
-
-
-def _run(
-    stream: StreamLike, objs: tuple[Any, ...], call: Any, *args: Any, ops: tuple[Operand, ...] = ()
-) -> None:
-    """Enqueue ``call(*args, queue)`` with the objects pinned; wait when no stream.
-
-    Ordered first after the streams the operands ``ops`` advertise (the CUDA Array
-    Interface's rule for consumers). Without a stream the queue is the legacy stream,
-    or its stand-in while a capture is open (``capture.run_stream_less``).
-    """
-    states = _pins.pin_all(*objs, stream)
-    try:
-        if stream is None:
-            capture.run_stream_less(None, call, args, functools.partial(_ordered, ops))
-            return
-        queue = stream_handle(stream)
-        _ordered(ops, queue)
-        r = call(*args, queue)
-        if r[0] is not SUCCESS:
-            raise error_for(r[0], call)
-    finally:
-        _pins.unpin_all(states)
-
-
-def _ordered(ops: tuple[Operand, ...], queue: Any) -> None:
-    for op in ops:
-        if op[4] is not None:
-            order_after(queue, op[4])
 
 
 def copy_2d(

@@ -45,6 +45,7 @@ from . import _dlpack
 from ._copy import cai_stream_value, enqueue, fill_args, fill_new, host_source, new_typed, operand
 from ._core import BufferCore, mem_free, mem_free_async
 from ._ordered import LEGACY as _LEGACY
+from .strided import StridedView
 
 if TYPE_CHECKING:
     from .pool import MemoryPool
@@ -488,7 +489,9 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
             A C-contiguous numpy array, a bytes-like object, a
             :class:`PinnedBuffer` (host to device), or a :class:`DeviceBuffer` or
             ``__cuda_array_interface__`` object (device to device). Bytes are copied
-            as they are: dtypes are not converted.
+            as they are: dtypes are not converted. A :class:`StridedView` is
+            copied by :meth:`StridedView.copy_to` (``cuMemcpy2DAsync`` /
+            ``cuMemcpy3DAsync``, on the legacy stream when ``stream`` is None).
         stream
             Enqueue on this stream (``cuMemcpyHtoDAsync`` / ``cuMemcpyDtoDAsync``)
             and return at once. Without it (None), the copy has completed on return
@@ -506,6 +509,9 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
             This buffer or ``src`` is closed.
         """
         dst = self._closed_check()
+        if isinstance(src, StridedView):
+            src.copy_to(self, stream=stream)
+            return
         on_dev, addr, n, keep, other = self._operand(src, "src")
         copy = _drv.cuMemcpyDtoDAsync if on_dev else _drv.cuMemcpyHtoDAsync
         self._enqueue(stream, other, keep, copy, dst, addr, n)
@@ -545,7 +551,8 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
             ``nbytes`` for a buffer of bytes). Else a writable C-contiguous numpy
             array, a writable bytes-like object, a :class:`PinnedBuffer` (device to
             host), or a :class:`DeviceBuffer` or ``__cuda_array_interface__`` object
-            (device to device); its size must equal :attr:`nbytes`.
+            (device to device); its size must equal :attr:`nbytes`. A
+            :class:`StridedView` is filled by :meth:`StridedView.copy_from`.
         stream
             Enqueue on this stream (``cuMemcpyDtoHAsync`` / ``cuMemcpyDtoDAsync``)
             and return at once: the data is in ``out`` once the stream reaches the
@@ -562,6 +569,9 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
             This buffer or ``out`` is closed.
         """
         src = self._closed_check()
+        if isinstance(out, StridedView):
+            out.copy_from(self, stream=stream)
+            return out
         result: Any = np.empty(self.shape, dtype=self.dtype) if out is None else out
         on_dev, addr, n, keep, other = self._operand(result, "out")
         copy = _drv.cuMemcpyDtoDAsync if on_dev else _drv.cuMemcpyDtoHAsync
@@ -652,8 +662,9 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
         TypeError
             ``obj`` does not support DLPack.
         BufferError
-            The tensor is not on a CUDA device, or is empty, strided, read-only, of a
-            DLPack major version other than 1, or of a dtype numpy lacks.
+            The tensor is not on a CUDA device, or is empty, strided (wrap it in a
+            :class:`StridedView` instead), read-only, of a DLPack major version other
+            than 1, or of a dtype numpy lacks.
         """
         return _dlpack.import_buffer(cls, obj, stream=stream)
 

@@ -37,6 +37,8 @@ IDLE_WAITERS = frozenset(
     {
         "cuMemFree",
         "cuMemFreeHost",
+        "cuMemHostUnregister",
+        "cuArrayDestroy",
         "cuModuleUnload",
         "cuLibraryUnload",
         "cuMemUnmap",
