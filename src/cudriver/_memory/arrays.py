@@ -54,7 +54,7 @@ _T = TypeVar("_T")
 class ArrayFormat(enum.IntEnum):
     """The element format of a CUDA array (``CUarray_format``, the driver's values).
 
-    Made from a numpy dtype (:func:`array_format`): uint8, int8, uint16, int16, uint32,
+    Made from a numpy dtype (``array_format``): uint8, int8, uint16, int16, uint32,
     int32, float16 and float32. The packed, planar and block-compressed video formats
     are not offered: make those arrays with ``cudriver.driver.cuArray3DCreate``.
     """
@@ -429,7 +429,7 @@ class CudaArray(Handle):
 
     @property
     def channels(self) -> int:
-        """Channels per element: 1, 2 or 4."""
+        """The channels of each element (1, 2 or 4)."""
         return self._channels
 
     @property
@@ -454,12 +454,12 @@ class CudaArray(Handle):
 
     @property
     def ndim(self) -> int:
-        """The dimensions a texture addresses: 1, 2 or 3 (a layered array's, without layers)."""
+        """How many dimensions a texture addresses (1, 2 or 3; a layered array's without layers)."""
         return len(self._shape) - (1 if self.layered else 0)
 
     @property
     def host_shape(self) -> tuple[int, ...]:
-        """The shape of a host array that holds the data: :attr:`shape`, plus the channels."""
+        """The shape of a host array holding the data (:attr:`shape`, plus the channels)."""
         return _host_shape(self._shape, self._channels)
 
     @property

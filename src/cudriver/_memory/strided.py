@@ -20,7 +20,7 @@ The stream rules are each protocol's own, with the consumer's stream given as
 
 Copies (:meth:`StridedView.copy_to`, :meth:`StridedView.copy_from`) are one
 ``cuMemcpy2DAsync`` or ``cuMemcpy3DAsync`` when the layouts of both sides can be
-said that way (:func:`copy_shape`); otherwise a ValueError says why. Kernel arguments:
+said that way (``copy_shape``); otherwise a ValueError says why. Kernel arguments:
 ``_launch._packing`` packs a device view as its :attr:`~StridedView.ptr` and refuses
 a host view.
 """
@@ -202,7 +202,7 @@ class StridedView:
     Made from any object with ``__dlpack__`` (PyTorch, CuPy, JAX, cudriver buffers),
     ``__cuda_array_interface__`` (Numba, CuPy, PyTorch), or host memory (a numpy array,
     ``__array_interface__``, the buffer protocol): transposed, sliced and
-    negative-stride layouts included. The view keeps the producer (:attr:`obj`) and,
+    negative-stride layouts included. The view keeps the producer (``obj``) and,
     for DLPack, the consumed tensor alive; the producer's deleter runs when the view is
     gone. The equivalent of cuda.core's ``StridedMemoryView``.
 
@@ -505,7 +505,7 @@ class StridedView:
         """Copy the elements into ``out`` (a new numpy array when None) and return ``out``.
 
         One ``cuMemcpy2DAsync`` (or ``cuMemcpy3DAsync`` for three strided dimensions)
-        where the layouts allow it (:func:`copy_shape`); no temporary, no allocation
+        where the layouts allow it (``copy_shape``); no temporary, no allocation
         but ``out``'s.
 
         Parameters

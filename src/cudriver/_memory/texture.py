@@ -34,6 +34,7 @@ from .._lifetime._coerce import DeviceMemory, bool_arg, dtype_arg, enum_arg, int
 from .._lifetime._handle import Handle
 from .._runtime import _calls
 from .arrays import ArrayFormat, CudaArray, array_format, channels_arg
+from .memory import DeviceBuffer
 
 __all__ = [
     "AddressMode",
@@ -283,7 +284,7 @@ class _Bound(Handle):
 
     @property
     def resource(self) -> Any:
-        """What the object reads: its :class:`CudaArray` or device buffer (kept alive)."""
+        """The :class:`CudaArray` or device buffer the object reads (kept alive)."""
         return self._resource
 
     @property
@@ -366,7 +367,7 @@ class TextureObject(_Bound):
 
     def __init__(
         self,
-        resource: CudaArray | DeviceMemory,
+        resource: CudaArray | DeviceBuffer,
         *,
         address_mode: AddressMode | int | Sequence[AddressMode | int] = AddressMode.CLAMP,
         filter_mode: FilterMode | int = FilterMode.POINT,
