@@ -14,10 +14,10 @@ resized, an ``mmap`` cannot be closed, so the pinned span never moves or goes aw
 under the driver. After the release the export is dropped (and the ``bytearray`` can be
 resized again, once arrays from :meth:`RegisteredMemory.array` are gone too).
 
-**The release** (:class:`_Unregister`) waits for the work of the registration's context
-(``cuCtxSynchronize``), then calls ``cuMemHostUnregister``: a copy still in flight when
-the object is closed or dropped completes before the memory is unpinned, whatever the
-driver's own unregister does. It waits for the device, so it is listed in
+**The release** (:class:`_Unregister`) calls ``cuMemHostUnregister``, which waits for
+the whole device as ``cuMemFreeHost`` does (measured on CUDA 13.0): a copy still in
+flight when the object is closed or dropped completes before the memory is unpinned.
+It waits for the device, so it is listed in
 ``_runtime._gates.IDLE_WAITERS`` and marked ``waits_for_device`` (never run beside an
 open capture, never by a constructor: the releasing thread runs it when dropped).
 
@@ -52,11 +52,9 @@ from .._lifetime._coerce import (
     typed_shape,
     uint_arg,
 )
-from .._lifetime._release import _warn
 from .._runtime import _calls
-from .._runtime._bindings import SUCCESS
 from .._runtime._enums import DeviceAttribute
-from ..errors import CudaError, error_for, make_error
+from ..errors import CudaError, error_for
 from ._copy import HostBytes
 from .managed import ManagedBuffer
 from .memory import DeviceBuffer
@@ -302,29 +300,28 @@ def _refuse_read_only(obj: object, readonly: bool, read_only: bool) -> None:
 
 
 # -- the release ----------------------------------------------------------------------------------
-def _sync_then_unregister(ptr: int) -> Any:
-    r = _drv.cuCtxSynchronize()
-    if r[0] is not SUCCESS:
-        # Unregister all the same: the memory is the user's, and stays pinned otherwise.
-        _warn(
-            "RegisteredMemory: the wait before cuMemHostUnregister failed: "
-            f"{make_error(r[0], _drv.cuCtxSynchronize.__name__)}"
-        )
+def _unregister(ptr: int) -> Any:
+    # cuMemHostUnregister waits for the whole device itself, as cuMemFreeHost does
+    # (measured on CUDA 13.0: 0.7 s behind a kernel of another stream), so work in
+    # flight on the memory is done before it is unpinned. No cuCtxSynchronize: that
+    # would also invalidate a capture begun outside cudriver, which the unregister, run
+    # in RELAXED capture mode like every release, does not.
     return _drv.cuMemHostUnregister(ptr)
 
 
 class _Unregister:
-    """A registration's release: ``cuCtxSynchronize`` in its context, ``cuMemHostUnregister``."""
+    """A registration's release: ``cuMemHostUnregister`` in its context."""
 
     __slots__ = ("ctx_h",)
-    # Runs cuCtxSynchronize: never beside an open capture, never by a constructor.
+    # Waits for the device: never beside an open capture, never by a constructor, and
+    # held while a stream may wait for the host (_runtime._gates.IDLE_WAITERS).
     waits_for_device = True
 
     def __init__(self, ctx_h: Any) -> None:
         self.ctx_h = ctx_h
 
     def __call__(self, ptr: Any) -> Any:
-        return call_in_context(self.ctx_h, _sync_then_unregister, ptr)
+        return call_in_context(self.ctx_h, _unregister, ptr)
 
 
 # -- the class ------------------------------------------------------------------------------------
@@ -603,11 +600,11 @@ class RegisteredMemory(HostMemory):
         return DeviceBuffer.from_handle(dp, self._nbytes, self._lease(), context=self.context)
 
     def close(self) -> None:
-        """Unregister the memory (``cuCtxSynchronize``, then ``cuMemHostUnregister``).
+        """Unregister the memory (``cuMemHostUnregister``).
 
-        Idempotent. Waits for the work of the registration's context first, so copies
-        in flight complete before the memory is unpinned: it blocks like
-        ``cuMemFreeHost`` does. While something still uses the registration (a graph
+        Idempotent. The driver's unregister waits for the whole device, as
+        ``cuMemFreeHost`` does, so copies in flight complete before the memory is
+        unpinned. While something still uses the registration (a graph
         that captured a copy with it, a :meth:`device_buffer` view) the release waits
         for it to be gone; so does it while a stream where cudriver enqueued a value
         wait or a host function has work pending, and while a capture begun through
