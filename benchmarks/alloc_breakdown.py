@@ -14,7 +14,13 @@ Nanoseconds per buffer (median of ``--repeats``), 1 MiB on one stream, for:
 * ``DeviceBuffer(n, stream=s)`` dropped without ``close()`` (the deallocator frees);
 * the same three for a ``MemoryPool`` (``cuMemAllocFromPoolAsync``);
 * first, the synchronous pair (``cuMemAlloc`` + ``cuMemFree``): raw, the floor,
-  and ``DeviceBuffer(n).close()``.
+  and ``DeviceBuffer(n).close()``;
+* what accounting costs: ``DeviceBuffer(...).close()`` with
+  :func:`cudriver.set_memory_accounting` on, and with a history of sites
+  (:func:`cudriver.record_memory_history`);
+* ``allocate(n).close()`` through each built-in memory resource and one written in
+  Python (over ``cuMemAllocAsync``); the pinned, managed and virtual ones with a
+  twentieth of ``--calls`` (their allocations cost far more).
 
 The garbage collector is off while timing, as in the overhead benchmark.
 """
@@ -52,6 +58,19 @@ class _Floor:
         r = drv.cuMemFreeAsync(self.ptr, self.h)
         if r[0] is not _SUCCESS:
             raise RuntimeError(r[0])
+
+
+class _PyResource(cu.MemoryResource):
+    """A resource written in Python over the raw stream-ordered calls."""
+
+    def do_allocate(self, nbytes: int, *, stream: object) -> int:
+        r = drv.cuMemAllocAsync(nbytes, stream.handle)  # type: ignore[attr-defined]
+        if r[0] is not _SUCCESS:
+            raise RuntimeError(r[0])
+        return int(r[1])
+
+    def do_deallocate(self, address: int, nbytes: int, *, stream: object) -> None:
+        drv.cuMemFreeAsync(address, stream.handle)  # type: ignore[attr-defined]
 
 
 class _SyncFloor:
@@ -169,7 +188,45 @@ def main(argv: list[str] | None = None) -> int:
 
         return run
 
+    def through(mr: object, *, stream: bool = True) -> Callable[[int], float]:
+        def run(n: int) -> float:
+            allocate = mr.allocate  # type: ignore[attr-defined]
+            t0 = clock()
+            if stream:
+                for _ in range(n):
+                    allocate(N, stream=s).close()
+            else:
+                for _ in range(n):
+                    allocate(N).close()
+            s.synchronize()
+            return (clock() - t0) / n
+
+        return run
+
+    def accounted(run: Callable[[int], float], history: bool) -> Callable[[int], float]:
+        def wrapped(n: int) -> float:
+            if history:
+                cu.record_memory_history(max_entries=4 * n + 16)
+            else:
+                cu.set_memory_accounting(True)
+            try:
+                return run(n)
+            finally:
+                cu.set_memory_accounting(False)
+                cu.reset_memory_stats()
+
+        return wrapped
+
     calls = min(args.calls, 2000)  # live buffers at once in the halves: 2 GiB at most
+    few = max(args.calls // 20, 50)
+    try:
+        pinned_pool: cu.MemoryPool | None = cu.PinnedMemoryPool()
+    except cu.CudaError:
+        pinned_pool = None
+    try:
+        managed_pool: cu.MemoryPool | None = cu.ManagedMemoryPool()
+    except cu.CudaError:
+        managed_pool = None
     a, c = halves()
     pa, pc = halves(pool=pool)
     gc.disable()
@@ -187,7 +244,43 @@ def main(argv: list[str] | None = None) -> int:
             "pool: DeviceBuffer(...).close()": median_of(both(pool=pool), args.calls, args.repeats),
             "pool:   constructor alone": median_of(pa, calls, args.repeats),
             "pool:   close() alone": median_of(pc, calls, args.repeats),
+            "accounting on: DeviceBuffer(n).close()": median_of(
+                accounted(plain, False), args.calls, args.repeats
+            ),
+            "accounting on: DeviceBuffer(n, stream=s).close()": median_of(
+                accounted(both(), False), args.calls, args.repeats
+            ),
+            "history on: DeviceBuffer(n, stream=s).close()": median_of(
+                accounted(both(), True), args.calls, args.repeats
+            ),
+            "resource DeviceResource, no stream": median_of(
+                through(cu.DeviceResource(), stream=False), args.calls, args.repeats
+            ),
+            "resource DeviceResource, stream": median_of(
+                through(cu.DeviceResource()), args.calls, args.repeats
+            ),
+            "resource MemoryPool": median_of(through(pool), args.calls, args.repeats),
+            "resource written in Python": median_of(
+                through(_PyResource()), args.calls, args.repeats
+            ),
+            "resource PinnedResource (cuMemHostAlloc)": median_of(
+                through(cu.PinnedResource(), stream=False), few, args.repeats
+            ),
+            "resource ManagedResource (cuMemAllocManaged)": median_of(
+                through(cu.ManagedResource(), stream=False), few, args.repeats
+            ),
+            "resource VirtualMemoryResource": median_of(
+                through(cu.VirtualMemoryResource(), stream=False), few, args.repeats
+            ),
         }
+        if pinned_pool is not None:
+            rows["resource PinnedMemoryPool"] = median_of(
+                through(pinned_pool), args.calls, args.repeats
+            )
+        if managed_pool is not None:
+            rows["resource ManagedMemoryPool"] = median_of(
+                through(managed_pool), args.calls, args.repeats
+            )
     finally:
         gc.enable()
         s.synchronize()

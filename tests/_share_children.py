@@ -145,3 +145,22 @@ def outlive_exporter(inbox: Any, outbox: Any) -> None:
         outbox.put(f"still usable: {got}")
     except cu.CudaError as exc:
         outbox.put(f"error: {type(exc).__name__}: {exc}")
+
+
+def pinned_writer(inbox: Any, outbox: Any) -> None:
+    """Write a pinned pool allocation with a kernel, then read it from the host.
+
+    Receives ``(buffer, value)``: fills the buffer through the device and answers
+    ``("written", kind, nbytes)``; on ``"read"`` answers ``("host", first word)``
+    read through numpy; stops on None.
+    """
+    buf, value = inbox.get(timeout=WAIT_S)
+    stream = cu.Stream()
+    fill(buf.device_buffer(), value, stream)
+    stream.synchronize()
+    outbox.put(("written", type(buf).__name__, buf.nbytes))
+    assert inbox.get(timeout=WAIT_S) == "read"
+    outbox.put(("host", int(buf.array(np.uint32)[0])))
+    assert inbox.get(timeout=WAIT_S) is None
+    buf.close()
+    stream.close()

@@ -71,6 +71,8 @@ LAYERS: list[list[str]] = [
     # L4, memory: buffers, pools, virtual memory, copies, DLPack, tensor maps.
     [
         "_memory",
+        "_memory.accounting",
+        "_memory._default_resource",
         "_memory._copy",
         "_memory._ordered",
         "_memory._core",
@@ -80,6 +82,7 @@ LAYERS: list[list[str]] = [
         "_memory.managed",
         "_memory.pinned",
         "_memory.registered",
+        "_memory.resource",
         "_memory.pool",
         "_memory._vmm",
         "_memory.vmm",
@@ -105,6 +108,8 @@ LAYERS: list[list[str]] = [
     ],
     # L6, graphs: nodes, graphs (built or captured) and executable graphs.
     ["_graph", "_graph._core", "_graph.graphnode", "_graph.graph"],
+    # L7, observing: what the layers below recorded, drawn (a memory snapshot's picture).
+    ["_observe", "_observe.memory_picture"],
     # The public face: process-level modules, the drop-in mirrors, the package, the CLI.
     [
         "checkpoint",

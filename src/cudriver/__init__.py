@@ -26,13 +26,40 @@ from ._launch.plan import LaunchPlan
 from ._launch.program import CompiledCode, NvrtcNotFoundError, compile, nvrtc_version
 from ._lifetime._coerce import StreamLike, SupportsCudaStream
 from ._memory._copy import SupportsCudaArrayInterface
+from ._memory.accounting import (
+    MemoryStats,
+    MemoryUsage,
+    memory_accounting_enabled,
+    memory_snapshot,
+    memory_stats,
+    memory_summary,
+    record_memory_history,
+    reset_memory_stats,
+    reset_peak_memory_stats,
+    save_memory_snapshot,
+    set_memory_accounting,
+)
 from ._memory.arrays import ArrayFormat, CudaArray
 from ._memory.copies import copy_2d, copy_3d, copy_peer, memset_2d
-from ._memory.managed import ManagedBuffer
+from ._memory.managed import (
+    HostNuma,
+    ManagedBuffer,
+    discard_and_prefetch_batch,
+    discard_batch,
+    prefetch_batch,
+)
 from ._memory.memory import DeviceBuffer
 from ._memory.pinned import PinnedBuffer
-from ._memory.pool import KEEP_ALL, MemoryPool
+from ._memory.pool import KEEP_ALL, ManagedMemoryPool, MemoryPool, PinnedMemoryPool
 from ._memory.registered import RegisteredMemory
+from ._memory.resource import (
+    DeviceResource,
+    ManagedResource,
+    MemoryResource,
+    PinnedResource,
+    default_memory_resource,
+    set_default_memory_resource,
+)
 from ._memory.strided import StridedView
 from ._memory.tensormap import (
     TensorMap,
@@ -43,7 +70,9 @@ from ._memory.tensormap import (
     TensorMapSwizzle,
 )
 from ._memory.texture import AddressMode, FilterMode, ReadMode, SurfaceObject, TextureObject
-from ._memory.vmm import VirtualBuffer
+from ._memory.vmm import VirtualBuffer, VirtualMemoryResource
+from ._observe.memory_picture import draw_memory as draw_memory_snapshot
+from ._observe.memory_picture import load_snapshot as load_memory_snapshot
 from ._runtime import _bindings
 from ._runtime._bindings import log_driver_messages
 from ._runtime._enums import (
@@ -165,10 +194,36 @@ __all__ = [
     "PinnedBuffer",
     "RegisteredMemory",
     "ManagedBuffer",
+    "HostNuma",
+    "prefetch_batch",
+    "discard_batch",
+    "discard_and_prefetch_batch",
     "VirtualBuffer",
     "StridedView",
     "MemAdvise",
     "MemoryPool",
+    "PinnedMemoryPool",
+    "ManagedMemoryPool",
+    "MemoryResource",
+    "DeviceResource",
+    "PinnedResource",
+    "ManagedResource",
+    "VirtualMemoryResource",
+    "set_default_memory_resource",
+    "default_memory_resource",
+    "MemoryStats",
+    "MemoryUsage",
+    "set_memory_accounting",
+    "memory_accounting_enabled",
+    "record_memory_history",
+    "memory_stats",
+    "reset_peak_memory_stats",
+    "reset_memory_stats",
+    "memory_summary",
+    "memory_snapshot",
+    "save_memory_snapshot",
+    "load_memory_snapshot",
+    "draw_memory_snapshot",
     "KEEP_ALL",
     "MemAccess",
     "mem_get_info",

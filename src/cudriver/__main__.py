@@ -1,16 +1,26 @@
-"""Command line: ``python -m cudriver [--version] {info [--json], selftest [--device N]}``.
+"""Command line: ``python -m cudriver [--version] {info, selftest, memory}``.
 
 ``--version`` prints ``cudriver X.Y.Z``. ``info`` prints what is installed (cudriver
 and which implementation runs, cuda-bindings, Python, NVRTC) and, where a driver is
 present, the driver's version and each device; ``info --json`` prints the same as one
 JSON object, with ``"driver": null`` and an ``"error"`` string where no driver or no
-device is usable. ``selftest`` runs the end-to-end check of :mod:`cudriver._selftest`.
+device is usable. ``selftest [--device N]`` runs the end-to-end check of
+:mod:`cudriver._selftest`.
+
+``memory SNAPSHOT [-o OUT.svg] [--device N|host] [--top K]`` draws a memory snapshot
+(:func:`cudriver.save_memory_snapshot`'s file, JSON or gzip-compressed JSON) as an SVG
+picture (:func:`cudriver.draw_memory_snapshot`), writes it to ``OUT.svg`` (by default
+the snapshot's path with the suffix ``.svg``), and prints the path written and a line
+with the peak, the number of allocation sites and of allocations refused for lack of
+memory. It needs no driver and no GPU.
 
 Exit statuses, the same for every command:
 
 * 0 (:data:`EXIT_OK`): success.
-* 1 (:data:`EXIT_FAILED`): a check failed (a self-test check, a CUDA error).
-* 2 (:data:`EXIT_USAGE`): a usage error (argparse's own status).
+* 1 (:data:`EXIT_FAILED`): a check failed (a self-test check, a CUDA error), or the
+  picture could not be written.
+* 2 (:data:`EXIT_USAGE`): a usage error (argparse's own status), or a snapshot that
+  cannot be read or is not a cudriver memory snapshot.
 * 3 (:data:`EXIT_NO_DRIVER`): no NVIDIA driver, or a driver that sees no CUDA device.
 
 Without a driver, ``info`` still prints the versions it can read before the error,
@@ -21,15 +31,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from . import __version__
 from ._context.device import Device
 from ._launch.program import _compatibility_note as compatibility_note
 from ._launch.program import nvrtc_version
+from ._observe.memory_picture import DeviceSelection, draw_memory, load_snapshot, summary_line
 from ._runtime._bindings import MAJOR as BINDINGS_MAJOR
 from ._runtime._bindings import version_string
 from ._runtime._enums import DeviceAttribute
@@ -45,8 +58,8 @@ NO_DEVICE = "the CUDA driver sees no device"
 EPILOG = """\
 exit statuses, the same for every command:
   0  success
-  1  a check failed (a self-test check, a CUDA error)
-  2  usage error
+  1  a check failed (a self-test check, a CUDA error), or a picture not written
+  2  usage error, or a memory snapshot that cannot be read
   3  no NVIDIA driver, or no CUDA device
 """
 
@@ -168,11 +181,63 @@ def _info(as_json: bool) -> int:
     return status
 
 
+def _device_arg(text: str) -> DeviceSelection:
+    """``--device``: a device ordinal, or ``host``."""
+    if text == "host":
+        return "host"
+    try:
+        ordinal = int(text)
+    except ValueError:
+        ordinal = -1
+    if ordinal < 0:
+        raise argparse.ArgumentTypeError(f"expected a device ordinal or 'host', not {text!r}")
+    return ordinal
+
+
+def _top_arg(text: str) -> int:
+    try:
+        k = int(text)
+    except ValueError:
+        k = -1
+    if k < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {text!r}")
+    return k
+
+
+def _default_output(snapshot: str) -> Path:
+    """``run.json`` -> ``run.svg``; ``run.json.gz`` -> ``run.svg`` too."""
+    p = Path(snapshot)
+    if p.suffix == ".gz":
+        p = p.with_suffix("")
+    return p.with_suffix(".svg")
+
+
+def _memory(args: argparse.Namespace) -> int:
+    try:
+        snap = load_snapshot(args.snapshot)
+    except OSError as exc:  # its text names the file
+        print(f"cudriver: cannot read the snapshot: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as exc:  # "FILE: what is wrong"
+        print(f"cudriver: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    out = Path(args.output) if args.output is not None else _default_output(args.snapshot)
+    try:
+        draw_memory(snap, out, device=args.device, top=args.top)
+    except OSError as exc:
+        print(f"cudriver: cannot write the picture: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(os.fspath(out))
+    print(summary_line(snap, device=args.device))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line's argument parser."""
     parser = argparse.ArgumentParser(
         prog="python -m cudriver",
-        description="cudriver's command line: what is installed, and an end-to-end check.",
+        description="cudriver's command line: what is installed, an end-to-end check, "
+        "and memory snapshots drawn.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -188,6 +253,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     info.add_argument("--json", action="store_true", help="print one JSON object")
     sub.add_parser("selftest", help="end-to-end check on a GPU (exit 0 when all passed)")
+    memory = sub.add_parser(
+        "memory",
+        help="draw a memory snapshot as an SVG picture (no GPU needed)",
+        description="Draw a memory snapshot (cudriver.save_memory_snapshot's file) as an SVG\n"
+        "picture: live bytes over time by allocation site, with the peak and the\n"
+        "allocations refused for lack of memory marked. Prints the path written and a\n"
+        "summary line. Needs no driver and no GPU.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    memory.add_argument("snapshot", metavar="SNAPSHOT", help="the snapshot (JSON, or gzip)")
+    memory.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT.svg",
+        help="where to write the picture (default: SNAPSHOT with the suffix .svg)",
+    )
+    memory.add_argument(
+        "--device",
+        type=_device_arg,
+        default=None,
+        metavar="N|host",
+        help="draw only device N's memory, or host (pinned) memory (default: all, summed)",
+    )
+    memory.add_argument(
+        "--top",
+        type=_top_arg,
+        default=8,
+        metavar="K",
+        help="how many sites get a colour of their own; the rest are 'other sites' (default: 8)",
+    )
     return parser
 
 
@@ -201,6 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         args = parser.parse_args(args_list)
         command, rest, as_json = args.command, [], bool(getattr(args, "json", False))
+        if command == "memory":
+            return _memory(args)
     try:
         if command == "info":
             return _info(as_json)

@@ -249,6 +249,17 @@ class Device:
         """Number of streaming multiprocessors."""
         return self.attribute(DeviceAttribute.MULTIPROCESSOR_COUNT)
 
+    @property
+    def host_numa_node(self) -> int | None:
+        """The id of the host NUMA node nearest the device, or None where there is none.
+
+        ``DeviceAttribute.HOST_NUMA_ID`` (``cuDeviceGetAttribute``, cached; CUDA 12.2+
+        drivers), whose -1 (the system has no NUMA, as far as the driver can tell) reads
+        as None. For managed memory: ``cudriver.HostNuma(dev.host_numa_node)``.
+        """
+        v = self.attribute(DeviceAttribute.HOST_NUMA_ID)
+        return v if v >= 0 else None
+
     def attribute(self, attr: DeviceAttribute | int) -> int:
         """Read one device attribute (``cuDeviceGetAttribute``; cached per device).
 

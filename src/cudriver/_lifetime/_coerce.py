@@ -190,7 +190,7 @@ class PoolBase(Handle):
         """Memory from this pool is freed on the stream of release state ``st`` (pinned)."""
 
     @staticmethod
-    def _of(buf: DeviceMemory) -> PoolBase:
+    def _of(buf: Any) -> PoolBase:
         """The pool ``buf`` was allocated from (one it keeps), for ``export_handle``.
 
         ValueError, saying which allocations travel, for a view or for memory that no
@@ -213,7 +213,7 @@ class PoolBase(Handle):
             "process (pool.allocate(n, stream=s), or DeviceBuffer(n, stream=s, pool=pool))"
         )
 
-    def _export_pointer(self, buf: DeviceMemory) -> bytes:
+    def _export_pointer(self, buf: Any) -> bytes:
         """The bytes that open ``buf`` (an allocation from this pool) in another process.
 
         :meth:`cudriver.DeviceBuffer.export_handle` calls it on the pool the buffer keeps.

@@ -445,10 +445,16 @@ def release_with(state, release):
     st.closing = True
     st.handle = None
     st.release = None
+    on_release = st.on_release
     st.on_release = None
     try:
         return release(handle)
     finally:
+        if on_release is not None and st.pid == _PID:
+            try:
+                on_release()
+            except Exception as exc:
+                _warn(f"{st.kind} release hook failed: {exc!r}")
         _drop_deps(st)
 
 

@@ -40,5 +40,6 @@ class BufferCore(HandleRoot):
         stream: StreamLike = None,
         context: Context | None = None,
         pool: MemoryPool | None = None,
+        resource: Any = None,
     ) -> None: ...
     def close(self) -> None: ...

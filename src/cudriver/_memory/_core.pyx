@@ -31,8 +31,14 @@ from cudriver._context.device import _adopted, _owned
 from cudriver._lifetime._coerce import PoolBase as _PoolBase
 from cudriver._lifetime._release import drain_quick as _drain_quick, reclaim as _reclaim
 from cudriver._memory._ordered import LEGACY as _LEGACY, free_async as _free_async_py
+from cudriver._memory import accounting as _accounting
+from cudriver._memory._default_resource import DEFAULTS as _DEFAULTS_DICT
 
 cdef dict _ADOPTED = _adopted
+# Tested for truth in C: empty while accounting is off, and while no device has a
+# default memory resource (both are then free).
+cdef list _ACCOUNTING = _accounting.ON
+cdef dict _DEFAULTS = _DEFAULTS_DICT
 cdef object _OWNED = _owned  # weak values
 cdef object _CUdeviceptr = _drv.CUdeviceptr
 cdef object _SUCCESS_TUPLE = (_drv.CUresult.CUDA_SUCCESS,)  # a release's status
@@ -221,7 +227,7 @@ cdef class BufferCore(HandleRoot):
     cdef public object _offset
     cdef public object _views
 
-    def __init__(self, nbytes, *, stream=None, context=None, pool=None):
+    def __init__(self, nbytes, *, stream=None, context=None, pool=None, resource=None):
         cdef CUresult st
         cdef uint64_t ptr = 0
         cdef size_t n
@@ -229,26 +235,27 @@ cdef class BufferCore(HandleRoot):
         cdef uintptr_t cctx
         cdef void* sh
         cdef void* ph = NULL
-        if (not fast() or context is not None or type(nbytes) is not int
+        if (not fast() or context is not None or resource is not None or _DEFAULTS
+                or type(nbytes) is not int
                 or not 0 < nbytes <= 0x7FFFFFFFFFFFFFFF or p_mem_alloc == NULL
                 or p_mem_free == NULL or p_ctx_get_current == NULL or p_ctx_push == NULL or p_ctx_pop == NULL
                 or (stream is not None and GUARD.open)
                 or (pool is not None and (stream is None or p_mem_alloc_pool == NULL
                                           or not isinstance(pool, _PoolBase)
                                           or (<HandleRoot>pool)._h is None))):
-            self._init_slow(nbytes, stream=stream, context=context, pool=pool)
+            self._init_slow(nbytes, stream=stream, context=context, pool=pool, resource=resource)
             return
         n = nbytes
         if stream is None:
             ctx = _current_context()
             if ctx is None:
-                self._init_slow(nbytes, stream=stream, context=context, pool=pool)
+                self._init_slow(nbytes, stream=stream, context=context, pool=pool, resource=resource)
                 return
             with nogil:
                 st = p_mem_alloc(&ptr, n)
             if st != SUCCESS:
                 if st == OUT_OF_MEMORY:  # the slow path tries again after the queued frees
-                    self._init_slow(nbytes, stream=stream, context=context, pool=pool)
+                    self._init_slow(nbytes, stream=stream, context=context, pool=pool, resource=resource)
                     return
                 raise error(st, "cuMemAlloc")
             release = MemFree.__new__(MemFree)
@@ -257,14 +264,16 @@ cdef class BufferCore(HandleRoot):
             (<MemFree>release).size = n
             _buffer_fields(self, nbytes, ctx, None, None, _LEGACY)
             _handle_fields(self, _CUdeviceptr(ptr), ptr, release, "cuMemFree", (ctx,), None)
+            if _ACCOUNTING:
+                self._account(None)
             return
         if (not isinstance(stream, StreamCore) or (<HandleRoot>stream)._h is None
                 or p_mem_alloc_async == NULL or p_mem_free_async == NULL):
-            self._init_slow(nbytes, stream=stream, context=context, pool=pool)
+            self._init_slow(nbytes, stream=stream, context=context, pool=pool, resource=resource)
             return
         ctx = stream._context
         if ctx is None or (<HandleRoot>ctx)._h is None:
-            self._init_slow(nbytes, stream=stream, context=context, pool=pool)
+            self._init_slow(nbytes, stream=stream, context=context, pool=pool, resource=resource)
             return
         cctx = <uintptr_t>(<HandleRoot>ctx)._key
         sh = <void*><uintptr_t>(<HandleRoot>stream)._key
@@ -275,7 +284,7 @@ cdef class BufferCore(HandleRoot):
         pst = _pin(pool) if pool is not None else None
         try:
             if (<HandleRoot>stream)._h is None or (pool is not None and (<HandleRoot>pool)._h is None):
-                self._init_slow(nbytes, stream=stream, context=context, pool=pool)  # raises
+                self._init_slow(nbytes, stream=stream, context=context, pool=pool, resource=resource)  # raises
                 return
             if pool is None:
                 with nogil:
@@ -286,7 +295,7 @@ cdef class BufferCore(HandleRoot):
                             pop_context()
                 if st != SUCCESS:
                     if st == OUT_OF_MEMORY:  # the slow path tries again after the queued frees
-                        self._init_slow(nbytes, stream=stream, context=context, pool=pool)
+                        self._init_slow(nbytes, stream=stream, context=context, pool=pool, resource=resource)
                         return
                     raise error(st, "cuMemAllocAsync")
                 keep = (stream, ctx)
@@ -300,7 +309,7 @@ cdef class BufferCore(HandleRoot):
                             pop_context()
                 if st != SUCCESS:
                     if st == OUT_OF_MEMORY:  # the slow path tries again after the queued frees
-                        self._init_slow(nbytes, stream=stream, context=context, pool=pool)
+                        self._init_slow(nbytes, stream=stream, context=context, pool=pool, resource=resource)
                         return
                     raise error(st, "cuMemAllocFromPoolAsync")
                 rel = (<State>pst).release if pst is not None else None
@@ -320,6 +329,8 @@ cdef class BufferCore(HandleRoot):
             k = (<HandleRoot>stream)._key
             _buffer_fields(self, nbytes, ctx, stream, k if k else 1, sh_obj)
             _handle_fields(self, _CUdeviceptr(ptr), ptr, release, "cuMemFreeAsync", keep, used_on)
+            if _ACCOUNTING:
+                self._account(pool)
         finally:
             _unpin(pst)
             _unpin(sst)

@@ -51,6 +51,7 @@ from ..errors import (
     error_for,
     make_error,
 )
+from . import accounting as _account
 from .pinned import PinnedBuffer
 from .pool import _location
 
@@ -334,6 +335,8 @@ class Space:
         with ctx._scope():
             h = reclaiming(_cd.cuMemCreate, size, self.prop, 0) if imported is None else imported
             chunk = Chunk(h, rel, self.reservation)
+            if _account.ON and imported is None:
+                _account.track(chunk._state, rel.addr, size, self.device.ordinal, "cuMemCreate")
             try:
                 _cd.cuMemMap(rel.addr, size, 0, h, 0)
                 rel.mapped = True

@@ -36,6 +36,7 @@ from .._lifetime._coerce import (
 )
 from .._lifetime._handle import Handle, reclaiming
 from .._runtime import _calls
+from . import accounting as _account
 from ._copy import Operand, memory_side, ndarray_address, operand, run_copy
 
 __all__ = [
@@ -320,6 +321,10 @@ class CudaArray(Handle):
         self._flags = int(desc.Flags)
         self._context = ctx
         self._init_handle(h, release=_destroy(ctx.handle), func="cuArrayDestroy", keep=(ctx,))
+        if _account.ON:
+            _account.track(
+                self._state, self._key, self.nbytes, ctx.device.ordinal, "cuArray3DCreate"
+            )
 
     @classmethod
     def from_handle(

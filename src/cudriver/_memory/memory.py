@@ -10,6 +10,7 @@ before the first driver call.
 from __future__ import annotations
 
 import functools
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
@@ -40,10 +41,13 @@ from .._lifetime._handle import Lease, reclaim
 from .._runtime._bindings import SUCCESS
 from .._runtime._init import init
 from .._work.stream import Stream
-from ..errors import error_for
+from ..errors import OutOfMemoryError, StreamCaptureError, error_for
 from . import _dlpack
+from . import accounting as _account
 from ._copy import cai_stream_value, enqueue, fill_args, fill_new, host_source, new_typed, operand
 from ._core import BufferCore, mem_free, mem_free_async
+from ._default_resource import DEFAULTS as _DEFAULTS
+from ._default_resource import trim_pools
 from ._ordered import LEGACY as _LEGACY
 from .strided import StridedView
 
@@ -59,6 +63,7 @@ _PTR_ATTR_CONTEXT = _drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_CONTEXT
 
 _MEMSET = {1: _drv.cuMemsetD8Async, 2: _drv.cuMemsetD16Async, 4: _drv.cuMemsetD32Async}
 _OUT_OF_MEMORY = _drv.CUresult.CUDA_ERROR_OUT_OF_MEMORY
+_ACCOUNTING = _account.ON  # non-empty while accounting is on
 
 
 def _allocate(n: int, st: Stream | None, pool: Any) -> Any:
@@ -72,6 +77,48 @@ def _allocate(n: int, st: Stream | None, pool: Any) -> Any:
     if pool is None:
         return _drv.cuMemAllocAsync(n, st._state.handle)
     return _drv.cuMemAllocFromPoolAsync(n, pool._state.handle, st._state.handle)
+
+
+class _Serving(threading.local):
+    depth = 0  # how many do_allocate calls this thread is inside
+
+
+_SERVING = _Serving()
+
+
+def _resource_name(st: Stream | None, pool: Any) -> str:
+    """The name accounting gives memory from ``cuMemAlloc``, the current pool or ``pool``."""
+    if pool is not None:
+        return _name_of(pool)
+    return "cuMemAlloc" if st is None else "cuMemAllocAsync"
+
+
+def _name_of(mr: Any) -> str:
+    name = getattr(mr, "name", None)
+    return name if isinstance(name, str) else type(mr).__qualname__
+
+
+class _ResourceFree:
+    """A resource's buffer's release: ``do_deallocate(address, nbytes, stream)``."""
+
+    __slots__ = ("ctx_h", "mr", "nbytes", "stream")
+    # A resource written in Python may call anything, cuMemFree included: never run
+    # it beside an open capture or on a host-function thread (see _lifetime._handle).
+    waits_for_device = True
+
+    def __init__(self, mr: Any, nbytes: int, stream: Stream | None, ctx_h: Any) -> None:
+        self.mr = mr
+        self.nbytes = nbytes
+        self.stream = stream
+        self.ctx_h = ctx_h
+
+    def __call__(self, handle: Any) -> None:
+        pushed = enter_context(self.ctx_h, int(self.ctx_h))
+        try:
+            self.mr.do_deallocate(int(handle), self.nbytes, stream=self.stream)
+        finally:
+            leave_context(pushed)
+            self.mr = self.stream = None
 
 
 def _as_stream(stream: StreamLike) -> Stream:
@@ -101,6 +148,13 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
         A :class:`~cudriver.MemoryPool` to allocate from, in stream order on
         ``stream`` (``cuMemAllocFromPoolAsync``); the buffer keeps the pool alive and
         is freed into it (``cuMemFreeAsync``). Needs ``stream``.
+    resource
+        A :class:`~cudriver.MemoryResource` to allocate from: a pool (as ``pool=``),
+        or one written in Python, whose ``do_allocate(nbytes, stream=)`` gives the
+        address and whose ``do_deallocate(address, nbytes, stream=)`` frees it when the
+        buffer is released. Default: the device's default resource
+        (:func:`~cudriver.set_default_memory_resource`), else ``cuMemAlloc`` /
+        ``cuMemAllocAsync``.
 
     Notes
     -----
@@ -147,10 +201,21 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
         stream: StreamLike = None,
         context: Context | None = None,
         pool: MemoryPool | None = None,
+        resource: Any = None,
     ) -> None:
         """The slow path of ``DeviceBuffer.__init__`` (what the compiled body leaves)."""
         n = nbytes_arg(nbytes)
         ctx = context_arg(context)
+        if resource is not None:
+            if pool is not None:
+                raise ValueError("pass pool= or resource=, not both")
+            if isinstance(resource, PoolBase):
+                pool, resource = cast("MemoryPool", resource), None
+            elif not callable(getattr(resource, "do_allocate", None)):
+                raise TypeError(
+                    "resource must be a cudriver.MemoryResource (or have do_allocate and "
+                    f"do_deallocate methods), not {type(resource).__name__}"
+                )
         if pool is not None:
             if not isinstance(pool, PoolBase):
                 raise TypeError(f"pool must be a cudriver.MemoryPool, not {type(pool).__name__}")
@@ -161,6 +226,31 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
             sctx = st._context
             if sctx is not None and sctx._key != ctx._key:
                 raise ValueError("stream belongs to another context than the one given")
+        if resource is None and pool is None and _DEFAULTS and not _SERVING.depth:
+            # The device's default resource (set_default_memory_resource), if any.
+            where = ctx if ctx is not None else st.context if st is not None else None
+            if where is None:
+                where = current_or_default()
+            chosen = _DEFAULTS.get(where.device.ordinal)
+            if chosen is not None and not getattr(chosen, "_plain", False):
+                if isinstance(chosen, PoolBase):
+                    if st is None:  # a stream-ordered resource serves it on the legacy stream
+                        if capture.ACTIVE:
+                            raise StreamCaptureError(
+                                _drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                                "cuMemAllocFromPoolAsync",
+                                "DeviceBuffer(nbytes) without stream=: the device's default "
+                                "memory resource is a pool, which would allocate on the "
+                                "legacy default stream while a capture is open; pass stream=",
+                            )
+                        st = Stream.legacy()
+                    pool = cast("MemoryPool", chosen)
+                else:
+                    resource = chosen
+                ctx = where
+        if resource is not None and not getattr(resource, "_plain", False):
+            self._init_resource(n, st, ctx, resource)
+            return
         # The stream and the pool stay pinned until the buffer holds them (its keep): a
         # close() on another thread in between must not destroy them under the memory.
         states = _pins.pin_all(st, pool)
@@ -180,9 +270,14 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
                 if r[0] is _OUT_OF_MEMORY:  # once more after the queued frees: see reclaim
                     reclaim()
                     r = _allocate(n, st, pool)
+                    # And once more after the pools gave back what they keep.
+                    if r[0] is _OUT_OF_MEMORY and trim_pools(ctx.device):
+                        r = _allocate(n, st, pool)
             finally:
                 leave_context(pushed)
             if r[0] is not SUCCESS:
+                if r[0] is _OUT_OF_MEMORY and _ACCOUNTING:
+                    _account.failed(n, ctx.device.ordinal, _resource_name(st, pool))
                 fn = _drv.cuMemAlloc if st is None else _drv.cuMemAllocAsync
                 raise error_for(r[0], fn if pool is None else _drv.cuMemAllocFromPoolAsync)
             if pool is not None and st is not None:
@@ -208,8 +303,60 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
                     keep=(st, ctx) if pool is None else (st, ctx, pool),
                     used_on=used_on,
                 )
+            if _ACCOUNTING:
+                self._account(pool)
         finally:
             _pins.unpin_all(states)
+
+    def _init_resource(self, n: int, st: Stream | None, ctx: Context | None, mr: Any) -> None:
+        """Allocate from a memory resource written in Python: its ``do_allocate``.
+
+        The buffer frees through the resource's ``do_deallocate`` (on the releasing
+        thread, in the buffer's context), and keeps the resource alive until then.
+        """
+        if ctx is None:
+            ctx = st.context if st is not None else current_or_default()
+        name = _name_of(mr)
+        with ctx._scope():
+            # A DeviceBuffer made inside do_allocate (a slab to carve up) is not served
+            # by the default resource, which may be this one: no recursion.
+            _SERVING.depth += 1
+            try:
+                ptr = mr.do_allocate(n, stream=st)
+            except OutOfMemoryError:
+                if _ACCOUNTING:
+                    _account.failed(n, ctx.device.ordinal, name)
+                raise
+            finally:
+                _SERVING.depth -= 1
+        if isinstance(ptr, _drv.CUdeviceptr):
+            ptr = int(ptr)
+        if isinstance(ptr, bool) or not isinstance(ptr, int):
+            raise TypeError(
+                f"{name}.do_allocate() must return the address (an int), not {type(ptr).__name__}"
+            )
+        if not 0 < ptr < 1 << 64:
+            raise ValueError(f"{name}.do_allocate() returned {ptr:#x}, not a device address")
+        self._set_fields(n, ctx, st, None, None, None, 0)
+        self._init_handle(
+            _drv.CUdeviceptr(ptr),
+            release=_ResourceFree(mr, n, st, ctx._live()),
+            func=f"{name}.do_deallocate",
+            keep=(ctx,) if st is None else (st, ctx),
+        )
+        if _ACCOUNTING:
+            _account.track(self._state, ptr, n, ctx.device.ordinal, name)
+
+    def _account(self, pool: Any) -> None:
+        """Count this new allocation (while accounting is on; see ``accounting``)."""
+        st = self._stream
+        _account.track(
+            self._state,
+            self._key,
+            self._nbytes,
+            self.context.device.ordinal,
+            _resource_name(st, pool),
+        )
 
     def _set_fields(
         self,
@@ -263,12 +410,14 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
         *,
         stream: StreamLike = None,
         context: Context | None = None,
+        resource: Any = None,
     ) -> DeviceBuffer:
         """Allocate a buffer holding a copy of a host array; it remembers dtype and shape.
 
         Allocates (``cuMemAlloc``, or ``cuMemAllocAsync`` on ``stream``) and copies
         (``cuMemcpyHtoDAsync``). Without ``stream`` the copy has completed on return;
         with one, the buffer is stream-ordered on it and the copy is only enqueued.
+        ``resource``: where the memory comes from (as for the constructor).
 
         Raises
         ------
@@ -279,7 +428,7 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
             :meth:`copy_from` on a new buffer).
         """
         a = host_source(array, "DeviceBuffer")
-        buf = cls(a.nbytes, stream=stream, context=context)
+        buf = cls(a.nbytes, stream=stream, context=context, resource=resource)
         fill_new(buf, a, stream)
         return buf
 
@@ -291,13 +440,15 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
         *,
         stream: StreamLike = None,
         context: Context | None = None,
+        resource: Any = None,
     ) -> DeviceBuffer:
         """Allocate an uninitialised buffer for ``shape`` elements of ``dtype``.
 
-        Like the constructor (``cuMemAlloc`` / ``cuMemAllocAsync``); the buffer
-        remembers dtype and shape.
+        Like the constructor (``cuMemAlloc`` / ``cuMemAllocAsync``, or ``resource``);
+        the buffer remembers dtype and shape.
         """
-        return new_typed(functools.partial(cls, stream=stream, context=context), shape, dtype)
+        make = functools.partial(cls, stream=stream, context=context, resource=resource)
+        return new_typed(make, shape, dtype)
 
     @classmethod
     def from_handle(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -12,10 +12,11 @@ from cuda.bindings import driver as _drv
 
 from .._context.device import Context, Device, call_in_context, context_arg, current_or_default
 from .._lifetime import _release
-from .._lifetime._coerce import HostMemory, bool_arg, nbytes_arg, typed_shape
+from .._lifetime._coerce import HostMemory, PoolBase, bool_arg, nbytes_arg, typed_shape
 from .._lifetime._handle import reclaiming
 from .._runtime import _calls
 from . import _dlpack
+from . import accounting as _account
 from ._copy import HostBytes
 from .memory import DeviceBuffer
 
@@ -94,7 +95,12 @@ class PinnedBuffer(_dlpack.Producer, HostMemory):
         if ctx is None:
             ctx = current_or_default()
         with ctx._scope():
-            ptr = reclaiming(_calls.cuMemHostAlloc, n, flags)
+            try:
+                ptr = reclaiming(_calls.cuMemHostAlloc, n, flags)
+            except MemoryError:
+                if _account.ON:
+                    _account.failed(n, None, "cuMemHostAlloc")
+                raise
         self._context = ctx
         self._nbytes = n
         self._flags = flags
@@ -106,6 +112,57 @@ class PinnedBuffer(_dlpack.Producer, HostMemory):
             func="cuMemFreeHost",
             keep=(ctx,),
         )
+        if _account.ON:
+            _account.track(self._state, self._key, n, None, "cuMemHostAlloc")
+
+    @classmethod
+    def _adopt(
+        cls,
+        ptr: int,
+        nbytes: int,
+        ctx: Context,
+        release: Any,
+        func: str,
+        keep: tuple[Any, ...],
+        used_on: set[int] | None = None,
+    ) -> PinnedBuffer:
+        """A buffer over page-locked memory a pool gave (mapped at the same address)."""
+        self = cls.__new__(cls)
+        self._context = ctx
+        self._nbytes = nbytes
+        self._flags = _HOSTALLOC_DEVICEMAP | _HOSTALLOC_PORTABLE
+        self._device_ptr = ptr
+        self._export = None
+        self._init_handle(ptr, release=release, func=func, keep=keep, used_on=used_on)
+        return self
+
+    def export_handle(self) -> bytes:
+        """The 64 bytes that open this allocation in another process (``cuMemPoolExportPointer``).
+
+        Only memory of a ``PinnedMemoryPool(ipc=True)`` travels, else ValueError; the
+        pool must have been exported first (``pool.export_handle()``). Open it there
+        with :meth:`import_handle`. No synchronisation, no allocation.
+        """
+        if self._h is None:
+            self._raise_closed()
+        return PoolBase._of(self)._export_pointer(self)
+
+    @classmethod
+    def import_handle(cls, data: bytes, nbytes: int, *, pool: Any) -> PinnedBuffer:
+        """Open pinned pool memory another process exported (``cuMemPoolImportPointer``).
+
+        ``data`` and ``nbytes``: its :meth:`export_handle` and size; ``pool``: its
+        :class:`~cudriver.PinnedMemoryPool`, opened with ``import_handle``, kept alive.
+        Owned: closed (``cuMemFree``) before the exporter frees the memory.
+        """
+        if not isinstance(pool, PoolBase):
+            raise TypeError(f"pool must be a cudriver.PinnedMemoryPool, not {type(pool).__name__}")
+        return cast(PinnedBuffer, pool._import_pointer(cls, data, nbytes))
+
+    def _travel_refusal(self) -> str | None:
+        if any(isinstance(k, PoolBase) for k in (getattr(self._state, "keep", None) or ())):
+            return None
+        return "only memory of a PinnedMemoryPool(ipc=True) travels between processes"
 
     @property
     def mapped(self) -> bool:

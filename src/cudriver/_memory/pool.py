@@ -26,7 +26,6 @@ from .._context.device import (
 )
 from .._lifetime._coerce import (
     NONE_STREAM,
-    DeviceMemory,
     PoolBase,
     StreamLike,
     deprecated,
@@ -36,21 +35,30 @@ from .._lifetime._coerce import (
     uint_arg,
 )
 from .._lifetime._handle import link, queue_if_free, reclaiming, unlink
-from .._lifetime._pins import pinned
+from .._lifetime._pins import pin_all, pinned, unpin_all
 from .._lifetime._release import _warn
 from .._runtime import _calls
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import MemAccess
-from ..errors import error_for
-from ._core import mem_free
-from .memory import DeviceBuffer
+from ..errors import NotSupportedError, error_for
+from . import accounting as _account
+from ._copy import refuse_capturing
+from ._core import mem_free, mem_free_async
+from ._default_resource import POOLS
+from .managed import ManagedBuffer
+from .memory import DeviceBuffer, _as_stream
+from .pinned import PinnedBuffer
+from .resource import MemoryResource
 
-__all__ = ["MemoryPool", "KEEP_ALL"]
+__all__ = ["MemoryPool", "PinnedMemoryPool", "ManagedMemoryPool", "KEEP_ALL"]
 
 _A = _drv.CUmemPool_attribute
 _EXPORT_BYTES = 64  # sizeof(CUmemPoolPtrExportData)
 _FD = _drv.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
 _NO_HANDLE = _drv.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_NONE
+_PINNED_TYPE = _drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+_MANAGED_TYPE = getattr(_drv.CUmemAllocationType, "CU_MEM_ALLOCATION_TYPE_MANAGED", None)
+_LT = _drv.CUmemLocationType
 
 #: A release threshold that keeps every freed byte in the pool (``UINT64_MAX``).
 KEEP_ALL = (1 << 64) - 1
@@ -147,8 +155,10 @@ def _location(dev: Device) -> Any:
     return loc
 
 
-class MemoryPool(PoolBase):
+class MemoryPool(PoolBase, MemoryResource):
     """A memory pool of one device (``cuMemPoolCreate``; ``cuMemPoolDestroy`` on close).
+
+    A :class:`~cudriver.MemoryResource`: stream-ordered device memory.
 
     Parameters
     ----------
@@ -184,6 +194,7 @@ class MemoryPool(PoolBase):
     __slots__ = ("_device", "_imported", "_ipc", "_token")
 
     _kind = "MemoryPool"
+    _HOST = False  # a pool of host memory: no device of its own
 
     _device: Device
     _ipc: bool
@@ -203,10 +214,16 @@ class MemoryPool(PoolBase):
         if not isinstance(ipc, bool):
             raise TypeError(f"ipc must be a bool, not {type(ipc).__name__}")
         dev = _device_of(device)
+        self._create(dev, _location(dev), _PINNED_TYPE, size, ipc, threshold)
+
+    def _create(
+        self, dev: Device, loc: Any, alloc_type: Any, size: int, ipc: bool, threshold: int
+    ) -> None:
+        """``cuMemPoolCreate`` in ``dev``'s context, then the release threshold."""
         props = _drv.CUmemPoolProps()
-        props.allocType = _drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        props.allocType = alloc_type
         props.handleTypes = _FD if ipc else _NO_HANDLE
-        props.location = _location(dev)
+        props.location = loc
         props.maxSize = size
         ctx = _kept(dev)
         with ctx._scope():
@@ -223,6 +240,7 @@ class MemoryPool(PoolBase):
         self._imported = imported
         self._token = None
         if home is not None:
+            POOLS.add(self)  # trimmed when an allocation runs out of memory
             rel = _Destroy()
             self._init_handle(h, release=rel, func="cuMemPoolDestroy", keep=(home,))
             rel.state = self._state
@@ -272,9 +290,14 @@ class MemoryPool(PoolBase):
         return self
 
     @property
-    def device(self) -> Device:
-        """The device whose memory the pool holds."""
+    def device(self) -> Device | None:
+        """The device whose memory the pool holds (None for a pool of host memory)."""
         return self._device
+
+    @property
+    def name(self) -> str:
+        """``"MemoryPool 0x..."``: the class and the pool's handle, for accounting."""
+        return f"{type(self).__name__} {self._key:#x}"
 
     # -- attributes ---------------------------------------------------------------------
     def _get(self, attr: Any) -> int:
@@ -366,7 +389,11 @@ class MemoryPool(PoolBase):
         """
         flags = _access_arg(access)
         dev = _device_of(device)
-        if dev.ordinal == self._device.ordinal and flags is not MemAccess.READ_WRITE:
+        if (
+            not self._HOST
+            and dev.ordinal == self._device.ordinal
+            and flags is not MemAccess.READ_WRITE
+        ):
             raise ValueError(
                 f"the pool's own device keeps read-write access, not MemAccess.{flags.name}"
             )
@@ -382,7 +409,7 @@ class MemoryPool(PoolBase):
         return MemAccess(int(_calls.cuMemPoolGetAccess(self.handle, _location(dev))))
 
     # -- allocating -------------------------------------------------------------------------
-    def allocate(self, nbytes: int, *, stream: StreamLike) -> DeviceBuffer:
+    def allocate(self, nbytes: int, *, stream: StreamLike = None) -> DeviceBuffer:
         """A new :class:`~cudriver.DeviceBuffer` of ``nbytes`` from this pool, on ``stream``.
 
         ``DeviceBuffer(nbytes, stream=stream, pool=self)``: stream-ordered
@@ -449,7 +476,7 @@ class MemoryPool(PoolBase):
         self._setup(h, dev, True, home=ctx, imported=True)
         return self
 
-    def _export_pointer(self, buf: DeviceMemory) -> bytes:
+    def _export_pointer(self, buf: Any) -> bytes:
         """:meth:`DeviceBuffer.export_handle` of ``buf``, allocated from this pool.
 
         ``buf`` is pinned by the caller and keeps this pool, which may have been closed
@@ -490,6 +517,10 @@ class MemoryPool(PoolBase):
         ctx = _kept(self._device)
         with ctx._scope():
             ptr = _calls.cuMemPoolImportPointer(self.handle, share)
+        if issubclass(cls, PinnedBuffer):
+            return cls._adopt(
+                int(ptr), n, ctx, mem_free(ctx.handle, ptr, n), "cuMemFree", (ctx, self)
+            )
         buf = cls.__new__(cls)
         buf._set_fields(n, ctx, None, None, None, None, 0)
         buf._init_handle(
@@ -519,7 +550,8 @@ class MemoryPool(PoolBase):
         return DeviceBuffer.import_handle(data, nbytes, pool=self)
 
     def _repr_extra(self) -> str:
-        return f"device={self._device.ordinal}" + (" ipc" if self._ipc else "")
+        where = "host" if self._HOST else f"device={self._device.ordinal}"
+        return where + (" ipc" if self._ipc else "")
 
     def _travel_refusal(self) -> str | None:
         if not self._owned:
@@ -531,17 +563,283 @@ class MemoryPool(PoolBase):
         return None
 
 
+def _numa_arg(numa_node: object) -> int | None:
+    if numa_node is None:
+        return None
+    if isinstance(numa_node, bool) or not isinstance(numa_node, int):
+        raise TypeError(f"numa_node must be an int or None, not {type(numa_node).__name__}")
+    if numa_node < 0:
+        raise ValueError(f"numa_node must be >= 0, not {numa_node}")
+    return numa_node
+
+
+def _host_location(numa_node: int | None) -> Any:
+    loc = _drv.CUmemLocation()
+    if numa_node is None:
+        loc.type = _LT.CU_MEM_LOCATION_TYPE_HOST
+        loc.id = 0
+    else:
+        loc.type = _LT.CU_MEM_LOCATION_TYPE_HOST_NUMA
+        loc.id = numa_node
+    return loc
+
+
+def _pool_allocate(pool: MemoryPool, nbytes: int, stream: StreamLike, what: str) -> Any:
+    """``cuMemAllocFromPoolAsync`` of ``nbytes`` from ``pool`` on ``stream``.
+
+    Returns ``(ptr, stream, context, release)``; the caller wraps the memory and
+    unpins. Refused on a capturing stream (the buffer types a pinned or managed pool
+    gives cannot be freed inside the graph).
+    """
+    n = nbytes_arg(nbytes)
+    if stream is None:
+        raise TypeError(NONE_STREAM)
+    st = _as_stream(stream)
+    refuse_capturing(
+        st._h,
+        _drv.cuMemAllocFromPoolAsync,
+        f"a {what} cannot be allocated in a capture: allocate before it begins",
+    )
+    states = pin_all(st, pool)
+    try:
+        ctx = _kept(pool._device)
+        with ctx._scope():
+            try:
+                ptr = reclaiming(
+                    _calls.cuMemAllocFromPoolAsync, n, pool._state.handle, st._state.handle
+                )
+            except MemoryError:
+                if _account.ON:
+                    dev = pool.device
+                    _account.failed(n, None if dev is None else dev.ordinal, pool.name)
+                raise
+        pool._note_stream(st._state)
+        used_on: set[int] = set()
+        release = mem_free_async(ctx._live(), st, used_on, ptr, n)
+        return int(ptr), n, st, ctx, release, used_on
+    finally:
+        unpin_all(states)
+
+
+class PinnedMemoryPool(MemoryPool):
+    """A stream-ordered pool of page-locked host memory (``cuMemPoolCreate`` on the host).
+
+    A :class:`~cudriver.MemoryResource` whose :meth:`allocate` gives
+    :class:`~cudriver.PinnedBuffer` objects: host memory, read and written through
+    numpy (:meth:`PinnedBuffer.array`), that kernels of the devices given access use at
+    the same address. Freed in stream order into the pool (``cuMemFreeAsync``), so a
+    loop of staging buffers costs no ``cuMemHostAlloc`` after the first.
+
+    Parameters
+    ----------
+    numa_node
+        The host NUMA node the memory comes from (``CU_MEM_LOCATION_TYPE_HOST_NUMA``);
+        None (default): the host, wherever the driver places it
+        (``CU_MEM_LOCATION_TYPE_HOST``, CUDA 13 drivers; older ones need a node), or,
+        with ``ipc=True``, the device's node (:attr:`Device.host_numa_node
+        <cudriver.Device.host_numa_node>`, else 0): the driver shares only pools of a
+        NUMA node.
+    device
+        The device whose context the pool is made in and which gets read-write
+        access (``cuMemPoolSetAccess``); default: the current context's.
+    access
+        More devices to give read-write access to.
+    release_threshold, max_size, ipc
+        As for :class:`~cudriver.MemoryPool`; ``ipc=True`` makes the pool and its
+        allocations shareable with other processes (also through ``multiprocessing``).
+
+    Raises
+    ------
+    NotSupportedError
+        The driver has no pools of host memory (of a NUMA node).
+    """
+
+    __slots__ = ("_numa",)
+
+    _kind = "PinnedMemoryPool"
+    _HOST = True
+    _numa: int | None
+
+    def __init__(
+        self,
+        numa_node: int | None = None,
+        *,
+        device: Device | int | None = None,
+        access: Any = (),
+        release_threshold: int = KEEP_ALL,
+        max_size: int = 0,
+        ipc: bool = False,
+    ) -> None:
+        numa = _numa_arg(numa_node)
+        threshold = uint_arg(release_threshold, "release_threshold")
+        size = uint_arg(max_size, "max_size")
+        if not isinstance(ipc, bool):
+            raise TypeError(f"ipc must be a bool, not {type(ipc).__name__}")
+        dev = _device_of(device)
+        others = [device_arg(d) for d in access]
+        if numa is None and ipc:
+            # The driver shares only pools of a NUMA node: "handleTypes must be 0 for
+            # HOST memory location type" (CUDA 13.0, measured). The device's node.
+            numa = dev.host_numa_node or 0
+        self._numa = numa
+        self._create(dev, _host_location(numa), _PINNED_TYPE, size, ipc, threshold)
+        for d in (dev, *others):
+            self.set_access(d)
+
+    @property
+    def device(self) -> None:
+        """None: the memory is the host's (:attr:`numa_node` says where)."""
+        return None
+
+    @property
+    def numa_node(self) -> int | None:
+        """The host NUMA node of the memory; None when the driver chose."""
+        return self._numa
+
+    @property
+    def is_host_accessible(self) -> bool:
+        return True
+
+    # A pool like MemoryPool whose buffers are host memory: PinnedBuffer, not DeviceBuffer.
+    def allocate(  # type: ignore[override]
+        self, nbytes: int, *, stream: StreamLike = None
+    ) -> PinnedBuffer:
+        """A new :class:`~cudriver.PinnedBuffer` of ``nbytes`` from the pool, on ``stream``.
+
+        ``cuMemAllocFromPoolAsync``: the memory may be used by work on ``stream``
+        from this point on, and by the host once that work has run (synchronise
+        first); closing the buffer frees it into the pool on ``stream``
+        (``cuMemFreeAsync``). Does not synchronise.
+
+        Raises
+        ------
+        TypeError
+            ``stream`` is None or not stream-like.
+        StreamCaptureError
+            ``stream`` is capturing.
+        """
+        ptr, n, st, ctx, release, used_on = _pool_allocate(self, nbytes, stream, "pinned buffer")
+        buf = PinnedBuffer._adopt(ptr, n, ctx, release, "cuMemFreeAsync", (st, ctx, self), used_on)
+        if _account.ON:
+            _account.track(buf._state, ptr, n, None, self.name)
+        return buf
+
+    @classmethod
+    def import_handle(cls, fd: int, device: Device | int | None = None) -> PinnedMemoryPool:
+        """Open a pinned pool another process exported (``cuMemPoolImportFromShareableHandle``).
+
+        As :meth:`MemoryPool.import_handle`; ``device`` is the one whose context holds
+        the handle. Open its allocations with :meth:`PinnedBuffer.import_handle`.
+        """
+        pool = super().import_handle(fd, device)
+        assert isinstance(pool, PinnedMemoryPool)
+        pool._numa = None
+        return pool
+
+
+class ManagedMemoryPool(MemoryPool):
+    """A stream-ordered pool of managed memory (``CU_MEM_ALLOCATION_TYPE_MANAGED``).
+
+    A :class:`~cudriver.MemoryResource` whose :meth:`allocate` gives
+    :class:`~cudriver.ManagedBuffer` objects (prefetch, advice and host access as for
+    ``cuMemAllocManaged`` memory), freed into the pool in stream order. Needs
+    cuda-bindings 13 and a CUDA 13 driver that has managed pools.
+
+    Parameters
+    ----------
+    device
+        The device the memory prefers (the pool's location); default: the current
+        context's.
+    release_threshold, max_size
+        As for :class:`~cudriver.MemoryPool`.
+
+    Raises
+    ------
+    NotSupportedError
+        The bindings or the driver have no managed pools (the message says which).
+    """
+
+    __slots__ = ()
+
+    _kind = "ManagedMemoryPool"
+
+    def __init__(
+        self,
+        device: Device | int | None = None,
+        *,
+        release_threshold: int = KEEP_ALL,
+        max_size: int = 0,
+    ) -> None:
+        threshold = uint_arg(release_threshold, "release_threshold")
+        size = uint_arg(max_size, "max_size")
+        if _MANAGED_TYPE is None:
+            raise NotSupportedError(
+                _drv.CUresult.CUDA_ERROR_NOT_SUPPORTED,
+                "cuMemPoolCreate",
+                "managed memory pools need cuda-bindings 13 or newer "
+                "(CU_MEM_ALLOCATION_TYPE_MANAGED)",
+            )
+        dev = _device_of(device)
+        try:
+            self._create(dev, _location(dev), _MANAGED_TYPE, size, False, threshold)
+        except (NotSupportedError, ValueError) as exc:
+            raise NotSupportedError(
+                _drv.CUresult.CUDA_ERROR_NOT_SUPPORTED,
+                "cuMemPoolCreate",
+                f"this driver made no managed memory pool ({exc}); managed pools need a "
+                "CUDA 13 driver that supports them",
+            ) from exc
+
+    @property
+    def is_host_accessible(self) -> bool:
+        return True
+
+    def allocate(self, nbytes: int, *, stream: StreamLike = None) -> ManagedBuffer:
+        """A new :class:`~cudriver.ManagedBuffer` of ``nbytes`` from the pool, on ``stream``.
+
+        ``cuMemAllocFromPoolAsync``; freed into the pool on ``stream``
+        (``cuMemFreeAsync``) when closed. Does not synchronise.
+        """
+        ptr, n, st, ctx, release, used_on = _pool_allocate(self, nbytes, stream, "managed buffer")
+        buf = ManagedBuffer.__new__(ManagedBuffer)
+        buf._set_fields(n, ctx, st, None, None, None, 0)
+        buf._init_handle(
+            _drv.CUdeviceptr(ptr),
+            release=release,
+            func="cuMemFreeAsync",
+            keep=(st, ctx, self),
+            used_on=used_on,
+        )
+        if _account.ON:
+            _account.track(buf._state, ptr, n, self._device.ordinal, self.name)
+        return buf
+
+    def _travel_refusal(self) -> str | None:
+        return "a managed memory pool cannot be shared between processes"
+
+
 # -- travelling through multiprocessing (see _share) -------------------------------------
 def _reduce_pool(pool: MemoryPool) -> tuple[Any, ...]:
     _share.refuse(pool)
     tok = _share.token(pool)
     _share.EXPORTED[tok] = pool
     fd = _share.send_fd(pool.export_handle())
-    return (_rebuild_pool, (fd, os.getpid(), tok, _share.device_uuid(pool.device)))
+    return (_rebuild_pool, (fd, os.getpid(), tok, _share.device_uuid(pool._device)))
 
 
 def _rebuild_pool(wrapped: Any, pid: int, tok: str, uuid: bytes) -> MemoryPool:
     """The pool a message names: the one this process opened already, else opened now."""
+    return _rebuild_any(MemoryPool, wrapped, pid, tok, uuid)
+
+
+def _rebuild_pinned_pool(wrapped: Any, pid: int, tok: str, uuid: bytes) -> PinnedMemoryPool:
+    """:func:`_rebuild_pool` of a :class:`PinnedMemoryPool`."""
+    pool = _rebuild_any(PinnedMemoryPool, wrapped, pid, tok, uuid)
+    assert isinstance(pool, PinnedMemoryPool)
+    return pool
+
+
+def _rebuild_any(cls: Any, wrapped: Any, pid: int, tok: str, uuid: bytes) -> MemoryPool:
     fd = _share.receive_fd(wrapped)
     try:
         with _share.LOCK:
@@ -553,7 +851,7 @@ def _rebuild_pool(wrapped: Any, pid: int, tok: str, uuid: bytes) -> MemoryPool:
                 _share.POOLS,
                 (pid, tok),
                 "memory pool",
-                lambda: MemoryPool.import_handle(fd, _share.device_of_uuid(uuid)),
+                lambda: cls.import_handle(fd, _share.device_of_uuid(uuid)),
             )
         return pool  # type: ignore[no-any-return]
     finally:
@@ -603,8 +901,42 @@ def _rebuild_buffer(
     return root._make_view(offset, nbytes, dtype, shape)  # type: ignore[no-any-return]
 
 
+def _reduce_pinned_pool(pool: PinnedMemoryPool) -> tuple[Any, ...]:
+    return (_rebuild_pinned_pool, _reduce_pool(pool)[1])
+
+
+def _reduce_pinned_buffer(buf: PinnedBuffer) -> tuple[Any, ...]:
+    _share.refuse(buf)
+    pool = PoolBase._of(buf)
+    assert isinstance(pool, PinnedMemoryPool)
+    pool_args = _reduce_pool(pool)[1]  # shares the pool first, as the driver requires
+    data = buf.export_handle()
+    _share.EXPORTED[(pool_args[2], data)] = buf
+    return (_rebuild_pinned_buffer, (*pool_args, data, buf.nbytes))
+
+
+def _rebuild_pinned_buffer(
+    wrapped: Any, pid: int, tok: str, uuid: bytes, data: bytes, nbytes: int
+) -> PinnedBuffer:
+    """The pinned pool allocation a message names, opened once per process."""
+    pool = _rebuild_pinned_pool(wrapped, pid, tok, uuid)
+    with _share.LOCK:
+        buf = _share.EXPORTED.get((tok, data)) if pid == os.getpid() else None
+        if buf is None:
+            buf, _ = _share.open_once(
+                _share.BUFFERS,
+                (pid, tok, data),
+                "allocation",
+                lambda: PinnedBuffer.import_handle(data, nbytes, pool=pool),
+            )
+    assert isinstance(buf, PinnedBuffer)
+    return buf
+
+
 _share.register(MemoryPool, _reduce_pool)
 _share.register(DeviceBuffer, _reduce_buffer)
+_share.register(PinnedMemoryPool, _reduce_pinned_pool)
+_share.register(PinnedBuffer, _reduce_pinned_buffer)
 
 
 def _kept(dev: Device) -> Context:

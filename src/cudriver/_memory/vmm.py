@@ -59,8 +59,9 @@ from ._vmm import (
 from .memory import DeviceBuffer
 from .pinned import PinnedBuffer
 from .pool import _access_arg, _device_of, _kept, _location
+from .resource import MemoryResource
 
-__all__ = ["VirtualBuffer"]
+__all__ = ["VirtualBuffer", "VirtualMemoryResource"]
 
 _MINIMUM = _drv.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM
 
@@ -754,3 +755,61 @@ class VirtualBuffer(DeviceBuffer):
 
 
 _share.register(VirtualBuffer, reduce_virtual)
+
+
+class VirtualMemoryResource(MemoryResource):
+    """Virtual memory as a :class:`~cudriver.MemoryResource`.
+
+    Each allocation is a :class:`VirtualBuffer` that reserves and maps what it asks for.
+
+    ``cuMemAddressReserve``, ``cuMemCreate``, ``cuMemMap`` and ``cuMemSetAccess`` per
+    allocation (the size rounded up to the granularity); the release waits for the
+    device and unmaps (see :class:`VirtualBuffer`). ``stream`` is accepted and
+    ignored: virtual memory is not stream-ordered. ``reserve``: extra address space
+    for each buffer to grow into (bytes), 0 by default.
+
+    Parameters
+    ----------
+    device, access, handle_type
+        As for :class:`VirtualBuffer`.
+    """
+
+    __slots__ = ("_access", "_device", "_extra", "_kind")
+
+    def __init__(
+        self,
+        device: Device | int | None = None,
+        *,
+        access: Iterable[Device | int] = (),
+        handle_type: str | None = None,
+        reserve: int = 0,
+    ) -> None:
+        self._device = _device_of(device)
+        self._access = list(devices_arg(access))
+        self._kind = kind_arg(handle_type)
+        if isinstance(reserve, bool) or not isinstance(reserve, int) or reserve < 0:
+            raise ValueError(f"reserve must be an int >= 0, not {reserve!r}")
+        self._extra = reserve
+
+    @property
+    def name(self) -> str:
+        return "cuMemCreate"
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    def allocate(self, nbytes: int, *, stream: Any = None) -> VirtualBuffer:
+        """A new :class:`VirtualBuffer` with ``nbytes`` mapped (rounded up to the granularity)."""
+        n = nbytes_arg(nbytes)
+        return VirtualBuffer(
+            n + self._extra,
+            device=self._device,
+            nbytes=n,
+            access=self._access,
+            handle_type=self._kind,
+        )
+
+    def deallocate(self, buffer: Any, *, stream: Any = None) -> None:
+        """Close ``buffer``: its release waits for the device, then unmaps."""
+        buffer.close()
