@@ -349,13 +349,14 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
 
     def _account(self, pool: Any) -> None:
         """Count this new allocation (while accounting is on; see ``accounting``)."""
-        st = self._stream
+        ctx = self._context
+        dev = ctx._device if ctx is not None else None
         _account.track(
             self._state,
             self._key,
             self._nbytes,
-            self.context.device.ordinal,
-            _resource_name(st, pool),
+            (dev if dev is not None else self.context.device).ordinal,
+            _resource_name(self._stream, pool),
         )
 
     def _set_fields(

@@ -729,11 +729,16 @@ class PinnedMemoryPool(MemoryPool):
         """Open a pinned pool another process exported (``cuMemPoolImportFromShareableHandle``).
 
         As :meth:`MemoryPool.import_handle`; ``device`` is the one whose context holds
-        the handle. Open its allocations with :meth:`PinnedBuffer.import_handle`.
+        the handle, and it is given read-write access here (``cuMemPoolSetAccess``:
+        access is granted per process). Open its allocations with
+        :meth:`PinnedBuffer.import_handle`.
         """
         pool = super().import_handle(fd, device)
         assert isinstance(pool, PinnedMemoryPool)
         pool._numa = None
+        # Device access is per process: the importer grants its own (without it a
+        # kernel here read the memory at an illegal address, measured).
+        pool.set_access(pool._device)
         return pool
 
 
