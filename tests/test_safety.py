@@ -12,8 +12,12 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+import time
 
+import numpy as np
 import pytest
+
+import cudriver as cu
 
 TIMEOUT = 90  # seconds for one scenario, start-up and kernel compilation included
 
@@ -1102,3 +1106,81 @@ def test_memory_dropped_just_before_an_allocation_serves_it() -> None:
         print("OK")
         """
     )
+
+
+SPIN = r"""
+extern "C" __global__ void spin(long long cycles) {
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) { }
+}
+"""
+
+
+@pytest.mark.gpu
+def test_a_capture_begun_while_a_free_waits_for_the_device_stays_valid(
+    ctx: cu.Context,
+) -> None:
+    # A synchronous free (cuMemFree, cuMemFreeHost) waits for the whole device; one in
+    # flight on another thread when a capture of a blocking stream began invalidated
+    # that capture. Captures now begin only after such a release ends, and none starts
+    # while a capture is open.
+    import threading
+
+    from cudriver._lifetime import _release
+
+    dev = ctx.device
+    spin = cu.Module.load(cu.compile(SPIN, arch=dev.compute_capability, target="cubin")).kernel(
+        "spin"
+    )
+    busy = cu.Stream(non_blocking=True)
+    s = cu.Stream()  # blocking: what a device-wide wait touches
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def free_while_busy() -> None:
+        try:
+            ctx.set_current()
+            while not stop.is_set():
+                spin.launch(busy, 1, 1, np.int64(2_000_000))
+                cu.PinnedBuffer(4096).close()  # cuMemFreeHost: waits for the spin
+                cu.DeviceBuffer(1 << 20).close()  # cuMemFree: waits too
+        except BaseException as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=free_while_busy)
+    t.start()
+    try:
+        buf = cu.DeviceBuffer(1 << 12)
+        for _ in range(300):
+            with s.capture() as g:
+                buf.fill(1, stream=s)
+            g.close()
+    finally:
+        stop.set()
+        t.join(60)
+    assert not t.is_alive()
+    assert errors == []
+    busy.synchronize()
+    buf.close()
+
+    # The order itself: a capture waits for a device-waiting release that holds the lock.
+    held = threading.Event()
+    let_go = threading.Event()
+
+    def hold() -> None:
+        with _release.WAITER_LOCK:
+            held.set()
+            let_go.wait(10)
+
+    h = threading.Thread(target=hold)
+    h.start()
+    assert held.wait(10)
+    timer = threading.Timer(0.3, let_go.set)
+    timer.start()
+    t0 = time.monotonic()
+    with s.capture() as g:
+        pass
+    waited = time.monotonic() - t0
+    h.join(10)
+    assert waited >= 0.25, waited
+    g.close()

@@ -336,7 +336,7 @@ cdef int release_state_(State st, bint collected) except -1:
     st.closing = True
     if held_(st):
         return 0
-    if collected or not _may_release_now_c() or (GUARD.open and _waits(st.release)):
+    if collected or not _may_release_now_c() or (GUARD.open and _device_waiter(st)):
         # (a release that waits for the device or enqueues on a stream: see _waits)
         DEFERRED.append(st)
         wake()
@@ -354,7 +354,44 @@ def release(state):
     _release(<State?>state)
 
 
+#: Held while a release that waits for the whole device runs (``_gates.IDLE_WAITERS``:
+#: ``cuMemFree``, ``cuMemFreeHost``, a context's destroy...). A capture
+#: begun through cudriver marks itself open, then takes and leaves this lock before
+#: ``cuStreamBeginCapture``: a synchronous free already waiting for the device ends
+#: first, and none starts once the capture is open. A device-wide wait (``cuMemFree``,
+#: ``cuMemFreeHost``) still in flight when another thread began capturing a blocking
+#: stream invalidated that capture (measured: about half the runs of a create-and-close
+#: cycle test on an H200). Reentrant: a release may run another one's hooks.
+WAITER_LOCK = threading.RLock()
+cdef object _WAITER_LOCK = WAITER_LOCK
+
+
+cdef inline bint _device_waiter(State st) except -1:
+    return st.func in _IDLE_WAITERS or _waits(st.release)
+
+
 cdef int _release(State st) except -1:
+    if st.handle is None:
+        return 0
+    if st.func not in _IDLE_WAITERS or st.pid != _PID:
+        # Not a device-wide wait (a stream-ordered free only enqueues): it never waits
+        # on the lock behind one, which would make a stream-ordered close() wait for
+        # every stream's work. (A forked child frees nothing, and never takes a lock a
+        # parent's thread may have held at the fork.)
+        return _release_now(st)
+    _WAITER_LOCK.acquire()
+    try:
+        if GUARD.open:
+            # A capture began meanwhile: the releasing thread runs it once captures end.
+            DEFERRED.append(st)
+            wake()
+            return 0
+        return _release_now(st)
+    finally:
+        _WAITER_LOCK.release()
+
+
+cdef int _release_now(State st) except -1:
     cdef CUresult status = SUCCESS
     cdef int mode = _MODE_RELAXED
     cdef bint exchanged = False
@@ -514,7 +551,7 @@ def drain():
             break
         if held_(<State?>state):  # held again
             continue
-        if GUARD.open and _waits((<State>state).release):
+        if GUARD.open and _device_waiter(<State>state):
             # A device-wide wait would break the capture another thread has open:
             # left to the releasing thread, which runs it once the captures end.
             later.append(state)

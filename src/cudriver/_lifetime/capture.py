@@ -49,6 +49,7 @@ from ..errors import GUARD, StreamCaptureError, error_for, watch_capture_violati
 from ._coerce import MapsMemory
 from ._handle import Handle, drain_quick, release_with
 from ._pins import unpin
+from ._release import WAITER_LOCK, wake
 
 __all__ = [
     "CaptureMode",
@@ -339,6 +340,23 @@ def begin(
     if GUARD.armed:
         GUARD.check()
     cmode = _drv.CUstreamCaptureMode(int(m))
+    # Open before it begins, then past WAITER_LOCK: a release that waits for the device
+    # (cuMemFree, cuMemFreeHost) and is already running ends first, and none starts
+    # until the capture has ended (a device-wide wait in flight on another thread
+    # invalidated a capture of a blocking stream begun meanwhile).
+    pending = object()
+    GUARD.open.add(id(pending))
+    try:
+        with WAITER_LOCK:
+            pass
+        return _begin(stream_h, m, cmode, into)
+    finally:
+        GUARD.open.discard(id(pending))
+        if not GUARD.open:
+            wake()  # what a failed begin held back
+
+
+def _begin(stream_h: Any, m: CaptureMode, cmode: Any, into: Any) -> CaptureSession:
     # Under BEGIN_LOCK until the session is registered: a stream-less operation either
     # ran on the legacy stream before the capture began, or sees it (run_stream_less).
     with BEGIN_LOCK:
