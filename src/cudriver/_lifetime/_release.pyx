@@ -355,7 +355,9 @@ def release(state):
 
 
 #: Held while a release that waits for the whole device runs (``_gates.IDLE_WAITERS``:
-#: ``cuMemFree``, ``cuMemFreeHost``, a context's destroy...). A capture
+#: ``cuMemFree``, ``cuMemFreeHost``, a context's destroy...; or a release callable
+#: with ``device_wide = True``: a pool's destroy, which synchronises streams that may
+#: include the legacy one, a resource written in Python). A capture
 #: begun through cudriver marks itself open, then takes and leaves this lock before
 #: ``cuStreamBeginCapture``: a synchronous free already waiting for the device ends
 #: first, and none starts once the capture is open. A device-wide wait (``cuMemFree``,
@@ -373,7 +375,9 @@ cdef inline bint _device_waiter(State st) except -1:
 cdef int _release(State st) except -1:
     if st.handle is None:
         return 0
-    if st.func not in _IDLE_WAITERS or st.pid != _PID:
+    rel = st.release
+    if st.pid != _PID or (st.func not in _IDLE_WAITERS and (
+            isinstance(rel, FastRelease) or not getattr(rel, "device_wide", False))):
         # Not a device-wide wait (a stream-ordered free only enqueues): it never waits
         # on the lock behind one, which would make a stream-ordered close() wait for
         # every stream's work. (A forked child frees nothing, and never takes a lock a

@@ -103,8 +103,10 @@ class _ResourceFree:
 
     __slots__ = ("ctx_h", "mr", "nbytes", "stream")
     # A resource written in Python may call anything, cuMemFree included: never run
-    # it beside an open capture or on a host-function thread (see _lifetime._handle).
+    # it beside an open capture or on a host-function thread (see _lifetime._handle),
+    # and never while a capture begins (_release.WAITER_LOCK).
     waits_for_device = True
+    device_wide = True
 
     def __init__(self, mr: Any, nbytes: int, stream: Stream | None, ctx_h: Any) -> None:
         self.mr = mr

@@ -81,8 +81,10 @@ class _Destroy:
 
     __slots__ = ("last", "lock", "state", "streams")
     # It synchronises streams: never run beside an open capture (_handle), which the
-    # synchronize of a stream that began capturing after the note would break.
+    # synchronize of a stream that began capturing after the note would break; nor
+    # while a capture begins (_release.WAITER_LOCK): the legacy stream may be one.
     waits_for_device = True
+    device_wide = True
 
     def __init__(self) -> None:
         self.last: Any = None  # the stream state noted last: the common case is one
