@@ -44,7 +44,7 @@ nitpick_ignore_regex = [
     # Sphinx renders a type alias inside a union as a forward reference.
     (r"py:class", r"TypeAliasForwardRef|'cudriver\.StreamLike'"),
     # Type variables of overloads.
-    (r"py:class", r".*\._T"),
+    (r"py:class", r".*\._[TF]"),
     (r"py:.*", r"(numpy|npt|cuda)\b.*"),
     (r"py:class", r"[A-Z][A-Za-z]*(Error|Exception|Warning)"),
     (r"py:class", r"(int|float|str|bytes|bool|object|tuple|list|dict|type|None|Any|Self|Callable)"),

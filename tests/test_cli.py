@@ -41,6 +41,7 @@ KEYS = {
     "devices",
     "notes",
     "error",
+    "system",
 }
 DEVICE_KEYS = {
     "ordinal",

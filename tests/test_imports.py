@@ -40,6 +40,7 @@ LAYERS: list[list[str]] = [
     # addresses, the mirror.
     [
         "_runtime",
+        "_runtime._hooks",
         "_runtime._enums",
         "_runtime._guard",
         "errors",
@@ -109,7 +110,14 @@ LAYERS: list[list[str]] = [
     # L6, graphs: nodes, graphs (built or captured) and executable graphs.
     ["_graph", "_graph._core", "_graph.graphnode", "_graph.graph"],
     # L7, observing: what the layers below recorded, drawn (a memory snapshot's picture).
-    ["_observe", "_observe.memory_picture"],
+    [
+        "_observe",
+        "_observe.memory_picture",
+        "_observe.system",
+        "_observe.timing",
+        "_observe.sync_debug",
+        "_observe.nvtx",
+    ],
     # The public face: process-level modules, the drop-in mirrors, the package, the CLI.
     [
         "checkpoint",

@@ -73,6 +73,19 @@ from ._memory.texture import AddressMode, FilterMode, ReadMode, SurfaceObject, T
 from ._memory.vmm import VirtualBuffer, VirtualMemoryResource
 from ._observe.memory_picture import draw_memory as draw_memory_snapshot
 from ._observe.memory_picture import load_snapshot as load_memory_snapshot
+from ._observe.nvtx import NvtxRange, nvtx_marks_enabled, nvtx_range, set_nvtx_marks
+from ._observe.sync_debug import get_sync_debug_mode, set_sync_debug_mode, sync_debug
+from ._observe.system import (
+    GpuClocks,
+    GpuInfo,
+    GpuProcess,
+    NvmlError,
+    SystemInfo,
+    TopologyInfo,
+    gpu_info,
+    system_info,
+)
+from ._observe.timing import BenchmarkResult, benchmark
 from ._runtime import _bindings
 from ._runtime._bindings import log_driver_messages
 from ._runtime._enums import (
@@ -120,6 +133,8 @@ from .errors import (
     NotSupportedError,
     OutOfMemoryError,
     StreamCaptureError,
+    SyncError,
+    SyncWarning,
     check,
     checked,
 )
@@ -224,6 +239,25 @@ __all__ = [
     "save_memory_snapshot",
     "load_memory_snapshot",
     "draw_memory_snapshot",
+    "nvtx_range",
+    "NvtxRange",
+    "set_nvtx_marks",
+    "nvtx_marks_enabled",
+    "set_sync_debug_mode",
+    "get_sync_debug_mode",
+    "sync_debug",
+    "SyncWarning",
+    "SyncError",
+    "system_info",
+    "gpu_info",
+    "SystemInfo",
+    "GpuInfo",
+    "GpuClocks",
+    "GpuProcess",
+    "TopologyInfo",
+    "NvmlError",
+    "benchmark",
+    "BenchmarkResult",
     "KEEP_ALL",
     "MemAccess",
     "mem_get_info",

@@ -2,10 +2,17 @@
 
 ``--version`` prints ``cudriver X.Y.Z``. ``info`` prints what is installed (cudriver
 and which implementation runs, cuda-bindings, Python, NVRTC) and, where a driver is
-present, the driver's version and each device; ``info --json`` prints the same as one
-JSON object, with ``"driver": null`` and an ``"error"`` string where no driver or no
-device is usable. ``selftest [--device N]`` runs the end-to-end check of
-:mod:`cudriver._selftest`.
+present, the driver's version and each device, then the machine as NVML sees it (a
+"System (NVML)" section: each GPU's memory, utilization, temperature, power, clocks,
+performance state, processes and MIG mode, and the topology between GPUs; see
+:func:`cudriver.system_info`); ``info --json`` prints the same as one JSON object, with
+``"driver": null`` and an ``"error"`` string where no driver or no device is usable, and
+a ``"system"`` object whose ``"error"`` says why NVML could not be read (the exit status
+does not depend on NVML). ``info --watch SECONDS`` prints the System (NVML) section
+every SECONDS seconds, in place on a terminal (a new block each time otherwise, one
+JSON object a line with ``--json``), until interrupted (Ctrl-C exits with 0) or, with
+``--count N``, after N refreshes. ``selftest [--device N]`` runs the end-to-end check
+of :mod:`cudriver._selftest`.
 
 ``memory SNAPSHOT [-o OUT.svg] [--device N|host] [--top K]`` draws a memory snapshot
 (:func:`cudriver.save_memory_snapshot`'s file, JSON or gzip-compressed JSON) as an SVG
@@ -31,9 +38,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +52,7 @@ from ._context.device import Device
 from ._launch.program import _compatibility_note as compatibility_note
 from ._launch.program import nvrtc_version
 from ._observe.memory_picture import DeviceSelection, draw_memory, load_snapshot, summary_line
+from ._observe.system import NvmlError, SystemInfo, format_system, system_info
 from ._runtime._bindings import MAJOR as BINDINGS_MAJOR
 from ._runtime._bindings import version_string
 from ._runtime._enums import DeviceAttribute
@@ -54,6 +64,18 @@ from .errors import CudaError, DriverNotFoundError, NoDeviceError
 __all__ = ["EXIT_FAILED", "EXIT_NO_DRIVER", "EXIT_OK", "EXIT_USAGE", "cli", "collect", "main"]
 
 NO_DEVICE = "the CUDA driver sees no device"
+
+# What ``"system"`` holds where NVML could not be read (with its ``"error"``).
+NO_SYSTEM: dict[str, Any] = {
+    "driver_version": None,
+    "nvml_version": None,
+    "cuda_driver_version": None,
+    "gpus": [],
+    "topology": [],
+}
+
+# ``info --watch``'s pause between refreshes (replaced by the tests).
+_sleep = time.sleep
 
 EPILOG = """\
 exit statuses, the same for every command:
@@ -84,6 +106,15 @@ def _device(d: Device) -> dict[str, Any]:
     }
 
 
+def _system() -> tuple[dict[str, Any], SystemInfo | None]:
+    """``"system"`` of the report (always the same keys), and what it was made from."""
+    try:
+        info = system_info()
+    except CudaError as exc:  # NvmlError, NotSupportedError: reported, not raised
+        return {**NO_SYSTEM, "error": str(exc)}, None
+    return {**info.to_dict(), "error": None}, info
+
+
 def collect() -> tuple[dict[str, Any], int]:
     """What ``info`` reports, as a JSON-ready dict, and the exit status.
 
@@ -92,9 +123,17 @@ def collect() -> tuple[dict[str, Any], int]:
     ``platform``, ``nvrtc``
     (``"13.0"`` or None) and ``nvrtc_error`` (why it is None), ``driver`` (``"13.0"``
     or None), ``devices`` (a list, empty without a driver), ``notes`` (warnings about
-    the combination installed, e.g. an NVRTC newer than the driver) and ``error``
-    (None, or why the driver or a device could not be read).
+    the combination installed, e.g. an NVRTC newer than the driver), ``error``
+    (None, or why the driver or a device could not be read) and ``system``: the machine
+    as NVML sees it (:meth:`cudriver.SystemInfo.to_dict`'s keys and ``error``, None; or
+    those keys empty and ``error`` saying why NVML could not be read). NVML does not
+    change the exit status.
     """
+    report, status, _ = _collect()
+    return report, status
+
+
+def _collect() -> tuple[dict[str, Any], int, SystemInfo | None]:
     report: dict[str, Any] = {
         "cudriver": __version__,
         "implementation": "compiled",
@@ -109,6 +148,7 @@ def collect() -> tuple[dict[str, Any], int]:
         "devices": [],
         "notes": [],
         "error": None,
+        "system": None,
     }
     nvrtc: tuple[int, int] | None = None
     try:
@@ -139,10 +179,11 @@ def collect() -> tuple[dict[str, Any], int]:
         note = compatibility_note(nvrtc, driver=drv, bindings_major=BINDINGS_MAJOR)
         if note:
             report["notes"].append(note)
-    return report, status
+    report["system"], info = _system()
+    return report, status, info
 
 
-def _print_info(report: dict[str, Any]) -> None:
+def _print_info(report: dict[str, Any], system: SystemInfo | None = None) -> None:
     r = report
     print(f"cudriver {r['cudriver']} ({r['implementation']}: {r['implementation_reason']})")
     print(f"cuda-bindings {r['cuda_bindings']}")
@@ -165,6 +206,11 @@ def _print_info(report: dict[str, Any]) -> None:
             f"      stream memory ops: 64-bit {d['can_use_64_bit_stream_mem_ops']}, "
             f"wait NOR {d['can_use_stream_wait_value_nor']}"
         )
+    if system is not None:
+        for line in format_system(system):
+            print(line)
+    elif r["driver"] is not None:  # without a driver, the error below says it all
+        print(f"System (NVML): not available: {r['system']['error']}")
     for note in r["notes"]:
         print(f"note: {note}")
     sys.stdout.flush()
@@ -173,12 +219,80 @@ def _print_info(report: dict[str, Any]) -> None:
 
 
 def _info(as_json: bool) -> int:
-    report, status = collect()
+    report, status, system = _collect()
     if as_json:
         print(json.dumps(report, indent=2))
     else:
-        _print_info(report)
+        _print_info(report, system)
     return status
+
+
+def _no_driver(exc: CudaError) -> bool:
+    return isinstance(exc, DriverNotFoundError) or (isinstance(exc, NvmlError) and exc.no_driver)
+
+
+def _watch(seconds: float, count: int | None, as_json: bool) -> int:
+    """``info --watch``: the System (NVML) section every ``seconds``, until interrupted.
+
+    On a terminal each block replaces the last (the cursor sent home, each line and
+    then the rest of the screen cleared after it); otherwise each block follows the
+    last after a blank line; with ``as_json`` each is one JSON line. Ctrl-C exits with
+    0; an NVML failure with 3 (no driver) or 1.
+    """
+    out = sys.stdout
+    tty = out.isatty() and not as_json
+    done = 0
+    try:
+        while True:
+            try:
+                info = system_info()
+            except CudaError as exc:
+                out.flush()
+                print(f"cudriver: {exc}", file=sys.stderr)
+                return EXIT_NO_DRIVER if _no_driver(exc) else EXIT_FAILED
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            if as_json:
+                out.write(json.dumps({"time": stamp, "system": info.to_dict()}) + "\n")
+            else:
+                lines = [
+                    f"cudriver info --watch {seconds:g}: {stamp} (Ctrl-C to stop)",
+                    *format_system(info),
+                ]
+                if tty:
+                    clear = "\x1b[2J" if done == 0 else ""
+                    out.write(clear + "\x1b[H" + "".join(f"{ln}\x1b[K\n" for ln in lines))
+                    out.write("\x1b[J")
+                else:
+                    out.write(("\n" if done else "") + "".join(f"{ln}\n" for ln in lines))
+            out.flush()
+            done += 1
+            if count is not None and done >= count:
+                return EXIT_OK
+            _sleep(seconds)
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def _seconds_arg(text: str) -> float:
+    """``--watch``: a number of seconds > 0."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, not {text!r}")
+    return seconds
+
+
+def _count_arg(text: str) -> int:
+    """``--count``: an integer >= 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, not {text!r}")
+    return n
 
 
 def _device_arg(text: str) -> DeviceSelection:
@@ -247,11 +361,28 @@ def build_parser() -> argparse.ArgumentParser:
         "info",
         help="versions, driver and devices",
         description="Versions (cudriver, cuda-bindings, Python, NVRTC), the driver and "
-        "each device.",
+        "each device, and the machine as NVML sees it (each GPU's memory, utilization, "
+        "temperature, power, clocks, processes; the topology between GPUs).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.add_argument(
+        "--watch",
+        type=_seconds_arg,
+        default=None,
+        metavar="SECONDS",
+        help="print the System (NVML) section every SECONDS seconds, in place on a "
+        "terminal, until Ctrl-C (with --json: one JSON object a line)",
+    )
+    info.set_defaults(info_parser=info)  # for the errors only main() can see
+    info.add_argument(
+        "--count",
+        type=_count_arg,
+        default=None,
+        metavar="N",
+        help="with --watch: stop after N refreshes",
+    )
     sub.add_parser("selftest", help="end-to-end check on a GPU (exit 0 when all passed)")
     memory = sub.add_parser(
         "memory",
@@ -299,6 +430,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         command, rest, as_json = args.command, [], bool(getattr(args, "json", False))
         if command == "memory":
             return _memory(args)
+        if command == "info" and args.count is not None and args.watch is None:
+            args.info_parser.error("--count needs --watch")
+        if command == "info" and args.watch is not None:
+            return _watch(args.watch, args.count, as_json)
     try:
         if command == "info":
             return _info(as_json)

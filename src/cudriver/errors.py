@@ -47,6 +47,8 @@ __all__ = [
     "GraphUpdateError",
     "HostCallbackError",
     "CompileError",
+    "SyncWarning",
+    "SyncError",
     "checked",
     "check",
     "error_class",
@@ -302,6 +304,21 @@ class HostCallbackError(RuntimeError):
     """
 
     errors: list[BaseException]
+
+
+class SyncWarning(CudaWarning):
+    """A cudriver call made the host wait for the device (the sync debug mode's "warn").
+
+    See :func:`cudriver.set_sync_debug_mode`; the message names the call.
+    """
+
+
+class SyncError(RuntimeError):
+    """A cudriver call would make the host wait for the device (sync debug "error").
+
+    Raised before the wait, so nothing waited. See :func:`cudriver.set_sync_debug_mode`;
+    the message names the call.
+    """
 
 
 class CompileError(RuntimeError):

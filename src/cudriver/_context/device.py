@@ -29,7 +29,7 @@ from .._lifetime._coerce import handle_arg, int_arg, uint_arg
 from .._lifetime._current import call_in_context, enter_context, leave_context
 from .._lifetime._handle import Handle
 from .._lifetime._pins import pinned
-from .._runtime import _bindings
+from .._runtime import _bindings, _hooks
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import ContextFlags, DeviceAttribute, Limit
 from .._runtime._init import init
@@ -559,16 +559,24 @@ class Context(Handle):
         :class:`~cudriver.HostCallbackError` if a host function that ran on a stream of
         this context raised and no ``synchronize()`` collected it yet.
         """
-        if _handle.pending_releases() or _handle.releasing():
-            _handle.settle()
-        st = _pins.pin(self)  # a close() on another thread waits for the call
+        token = None
+        if _hooks.ON:
+            self._closed_check()
+            token = _hooks.host_wait("Context.synchronize (cuCtxSynchronize)")
         try:
-            with self._own_scope():
-                _cd.cuCtxSynchronize()
+            if _handle.pending_releases() or _handle.releasing():
+                _handle.settle()
+            st = _pins.pin(self)  # a close() on another thread waits for the call
+            try:
+                with self._own_scope():
+                    _cd.cuCtxSynchronize()
+            finally:
+                _pins.unpin(st)
+            if _handle.pending_releases() or _handle.releasing():
+                _handle.settle()
         finally:
-            _pins.unpin(st)
-        if _handle.pending_releases() or _handle.releasing():
-            _handle.settle()
+            if token is not None:
+                _hooks.end(token)
         if _hostfn.PENDING:
             # re-raise errors of host functions that ran on this context's streams
             _hostfn.after_context_sync(self._key)

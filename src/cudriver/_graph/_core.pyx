@@ -16,6 +16,12 @@ from cudriver._runtime._entry cimport (
 )
 from cudriver._work._core cimport int_stream
 
+from cudriver._runtime import _hooks
+
+# Non-empty while NVTX marks are on (``_runtime._hooks``): one C truth test when off.
+cdef list _MARKS = _hooks.MARKS
+cdef object _mark = _hooks.mark
+
 
 cdef class GraphExecCore(HandleRoot):
     """Compiled methods of :class:`cudriver.GraphExec`, and the fields its launch reads."""
@@ -37,6 +43,8 @@ cdef class GraphExecCore(HandleRoot):
                 or self._host_records or not int_stream(stream, &s)):
             return self._launch_slow(stream)
         g = <void*><uintptr_t>self._key
+        if _MARKS:
+            _mark("GraphExec.launch")
         pin = _pin(self)
         pin2 = _pin(stream) if s else None
         with nogil:

@@ -55,7 +55,7 @@ from .._lifetime._coerce import (
 from .._lifetime._handle import Handle, Lease
 from .._lifetime._hostfn import HostFuncRecord
 from .._lifetime._pins import pin2, pinned, unpin2
-from .._runtime import _bindings, _calls
+from .._runtime import _bindings, _calls, _hooks
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import CaptureStatus, ConditionalType
 from .._work.event import Event
@@ -910,6 +910,8 @@ class GraphExec(Handle, GraphExecCore):
                     rec.stream_key = key
             if capture.ACTIVE:
                 capture.keep(sh, list(self._keeps))
+            if _hooks.MARKS:
+                _hooks.mark("GraphExec.launch")
             r = _drv.cuGraphLaunch(h, sh)
         finally:
             unpin2(*pins)

@@ -61,7 +61,7 @@ from typing import Any, NoReturn
 
 from cuda.bindings import driver as _drv
 
-from .._runtime import _bindings, _gates
+from .._runtime import _bindings, _gates, _hooks
 from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, HostCallbackError, error_for
 from . import capture
@@ -547,6 +547,25 @@ cdef void trampoline(void* data) noexcept nogil:
     _run_record(<uintptr_t>data)
 
 
+# Non-empty while NVTX marks are on (``_runtime._hooks``): a range around each host
+# function's run, on the driver's thread. One C truth test when off.
+cdef list _MARKS = _hooks.MARKS
+
+
+cdef object _marks_push(object fn):
+    try:
+        return _hooks.push("host function " + _fn_name(fn))
+    except BaseException:  # an observer's failure never stops the host function
+        return None
+
+
+cdef void _marks_pop(object token):
+    try:
+        _hooks.pop(token)
+    except BaseException:
+        pass
+
+
 cdef void _run_record(uintptr_t key) noexcept with gil:
     # An eager host function's entry is a tuple (fn, args, kwargs or None, stream key,
     # context key) made by Stream.launch_host_func; a record otherwise (the slow
@@ -569,6 +588,7 @@ cdef void _run_record(uintptr_t key) noexcept with gil:
         # The guard: this thread's C flag (the compiled paths) and the process-wide
         # count that arms the slow paths' check. Only C code changes the count, always
         # with the GIL held, so it needs no lock.
+        token = _marks_push(fn) if _MARKS else None
         _GUARD_C.running += 1
         _GUARD_C.armed = True
         set_in_hostfn(1)
@@ -587,6 +607,8 @@ cdef void _run_record(uintptr_t key) noexcept with gil:
             _GUARD_C.running -= 1
             if not _GUARD_C.running and _GUARD_C.initialized and not _GUARD_C.forked:
                 _GUARD_C.armed = False
+            if token is not None:
+                _marks_pop(token)
     except BaseException as exc:
         try:
             _trampoline_failed(exc)

@@ -56,6 +56,7 @@ import warnings
 
 from cuda.bindings import driver as _drv
 
+from cudriver._runtime import _hooks
 from cudriver._runtime._gates import IDLE_WAITERS as _IDLE_WAITERS_PY, WAITING as _WAITING_PY
 from cudriver._runtime._gates import busy as _gates_busy
 from cudriver.errors import GUARD as _GUARD_PY, CudaWarning, capturing_on_this_thread, make_error
@@ -64,6 +65,9 @@ cdef dict _WAITING = _WAITING_PY
 cdef frozenset _IDLE_WAITERS = _IDLE_WAITERS_PY
 
 cdef object _SUCCESS_CODE = _drv.CUresult.CUDA_SUCCESS
+# Non-empty while an observer is on (``_runtime._hooks``): a release that waits for the
+# whole device, run on a thread of the program, is reported. One C truth test when off.
+cdef list _HOOKS_ON = _hooks.ON
 
 
 cdef extern from *:
@@ -341,7 +345,7 @@ cdef int release_state_(State st, bint collected) except -1:
         DEFERRED.append(st)
         wake()
         return 0
-    _release(st)
+    _release(st, True)
     return 0
 
 
@@ -372,7 +376,8 @@ cdef inline bint _device_waiter(State st) except -1:
     return st.func in _IDLE_WAITERS or _waits(st.release)
 
 
-cdef int _release(State st) except -1:
+cdef int _release(State st, bint explicit=False) except -1:
+    # ``explicit``: called by close() (release_state), for the name a report gives.
     if st.handle is None:
         return 0
     rel = st.release
@@ -382,7 +387,7 @@ cdef int _release(State st) except -1:
         # on the lock behind one, which would make a stream-ordered close() wait for
         # every stream's work. (A forked child frees nothing, and never takes a lock a
         # parent's thread may have held at the fork.)
-        return _release_now(st)
+        return _release_now(st, explicit)
     _WAITER_LOCK.acquire()
     try:
         if GUARD.open:
@@ -390,12 +395,39 @@ cdef int _release(State st) except -1:
             DEFERRED.append(st)
             wake()
             return 0
-        return _release_now(st)
+        return _release_now(st, explicit)
     finally:
         _WAITER_LOCK.release()
 
 
-cdef int _release_now(State st) except -1:
+def _report_wait(State st, bint explicit):
+    """Tell the observers that ``st``'s release waits for the whole device here.
+
+    Only on a thread of the program (the releasing thread's waits hold no one up), and
+    never raising (a release must not raise: the sync debug mode warns even in
+    "error"). Returns the token for ``_hooks.end``, or None.
+    """
+    if threading.get_ident() == _reaper_ident:
+        return None
+    what = f"{st.kind}.close" if explicit else f"a queued {st.kind} release"
+    try:
+        return _hooks.host_wait(f"{what} ({st.func} waits for the device)", False)
+    except Exception as exc:  # an observer's failure (or its warning made an error)
+        try:
+            sys.stderr.write(f"cudriver: reporting a release that waits failed: {exc!r}\n")
+        except Exception:  # pragma: no cover - stderr gone at shutdown
+            pass
+        return None
+
+
+def _end_report(token):
+    try:
+        _hooks.end(token)
+    except Exception:  # pragma: no cover - the markers never raise
+        pass
+
+
+cdef int _release_now(State st, bint explicit=False) except -1:
     cdef CUresult status = SUCCESS
     cdef int mode = _MODE_RELAXED
     cdef bint exchanged = False
@@ -425,6 +457,11 @@ cdef int _release_now(State st) except -1:
     st.release = None
     on_release = st.on_release
     st.on_release = None
+    token = None
+    if _HOOKS_ON and st.pid == _PID and not _finalizing() and (
+            st.func in _IDLE_WAITERS
+            or (not isinstance(rel, FastRelease) and getattr(rel, "device_wide", False))):
+        token = _report_wait(st, explicit)
     try:
         if rel is not None and not _finalizing() and st.pid == _PID:
             if isinstance(rel, FastRelease) and (<FastRelease>rel).run(&status):
@@ -447,6 +484,8 @@ cdef int _release_now(State st) except -1:
     finally:
         if exchanged:
             p_exchange_capture_mode(&mode)
+        if token is not None:
+            _end_report(token)
         _drop_deps(st)
     return 0
 

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 
 from cuda.bindings import driver as _drv
 
-from .._runtime import _bindings, _gates
+from .._runtime import _bindings, _gates, _hooks
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import CaptureMode, CaptureStatus
 from ..errors import GUARD, StreamCaptureError, error_for, watch_capture_violations
@@ -129,6 +129,10 @@ class CaptureSession:
         The existing graph it captures into (``cuStreamBeginCaptureToGraph``), which
         ending or aborting the capture never destroys; the keep list goes into it
         when the session closes, however it closes.
+    marks : tuple or None
+        While NVTX marks are on (``_runtime._hooks``): the thread that began the
+        capture and the token of the range opened there, closed when the session closes
+        on that thread (NVTX ranges are per thread).
     """
 
     __slots__ = (
@@ -140,6 +144,7 @@ class CaptureSession:
         "id",
         "into",
         "keep",
+        "marks",
         "mode",
         "restrictive",
         "thread",
@@ -157,6 +162,7 @@ class CaptureSession:
         self.violation: str | None = None
         self.closed = False
         self.into: Any = None
+        self.marks: tuple[int, Any] | None = None
         self._on_owner_gone: weakref.finalize[Any, Any] | None = None
         self._watchers = watch_capture_violations(self)
         GUARD.open.add(id(self))
@@ -195,6 +201,9 @@ class CaptureSession:
             if self.into is not None:
                 self.into._adopt(self.keep)
                 self.keep = []
+            marks, self.marks = self.marks, None
+            if marks is not None and marks[0] == threading.get_ident():
+                _hooks.pop(marks[1])
         if drain_releases:  # what the capture held back (those that wait: by the reaper)
             drain_quick()
         return self.keep
@@ -349,7 +358,10 @@ def begin(
     try:
         with WAITER_LOCK:
             pass
-        return _begin(stream_h, m, cmode, into)
+        session = _begin(stream_h, m, cmode, into)
+        if _hooks.MARKS:
+            session.marks = (session.thread, _hooks.push("Stream.capture"))
+        return session
     finally:
         GUARD.open.discard(id(pending))
         if not GUARD.open:

@@ -31,7 +31,7 @@ from .._lifetime._coerce import (
     shape_arg,
     stream_handle,
 )
-from .._runtime import _calls
+from .._runtime import _calls, _hooks
 from .._runtime._bindings import SUCCESS
 from ..errors import ClosedError, StreamCaptureError, error_for
 
@@ -376,7 +376,13 @@ _SYNC_IN_CAPTURE = (
 
 
 def enqueue(
-    buf: Any, stream: StreamLike, other: int | None, keep: Any, fn: Any, args: tuple[Any, ...]
+    buf: Any,
+    stream: StreamLike,
+    other: int | None,
+    keep: Any,
+    fn: Any,
+    args: tuple[Any, ...],
+    what: str = "",
 ) -> None:
     """Call ``fn(*args, queue)`` for device buffer ``buf`` in its context.
 
@@ -385,8 +391,10 @@ def enqueue(
     operands are kept alive with a capture in progress. Without it the work runs on
     the buffer's own stream (stream-ordered buffers) or on the legacy stream (or its
     stand-in while a capture is open: ``capture.run_stream_less``), and has completed
-    on return.
+    on return: a host wait, which the observers hear of first (``_runtime._hooks``),
+    named after ``what`` (the method the user called on ``buf``, e.g. ``"copy_to"``).
     """
+    token = None
     if stream is None:
         st = buf._stream
         if st is not None:
@@ -394,33 +402,43 @@ def enqueue(
                 raise ClosedError("the stream of this stream-ordered DeviceBuffer is closed")
             refuse_capturing(buf._sync_h, _drv.cuStreamSynchronize, _SYNC_IN_CAPTURE)
         sh, q = None, buf._sync_h
+        if _hooks.ON:
+            wait = "cuStreamSynchronize" if st is not None else "cuEventSynchronize"
+            name = f"{buf._kind}.{what}" if what else f"{buf._kind} {fn.__name__}"
+            token = _hooks.host_wait(f"{name} without stream= ({wait})")
     else:
         sh = q = stream_handle(stream)
-    ctx = buf._context
-    if ctx is None:
-        ctx = buf._resolve_context()
-    pushed = enter_context(ctx._live(), ctx._key)
     try:
-        if sh is None and buf._stream is None:
-            before = _no_order if other is None else functools.partial(_order_after_stream, other)
-            capture.run_stream_less(ctx._key, fn, args, before)
-            return
-        if other is not None:
-            order_after(q, other)
-        r = fn(*args, q)
-        if r[0] is not SUCCESS:
-            raise error_for(r[0], fn)
-        if sh is None:
-            r = _drv.cuStreamSynchronize(q)
+        ctx = buf._context
+        if ctx is None:
+            ctx = buf._resolve_context()
+        pushed = enter_context(ctx._live(), ctx._key)
+        try:
+            if sh is None and buf._stream is None:
+                before = (
+                    _no_order if other is None else functools.partial(_order_after_stream, other)
+                )
+                capture.run_stream_less(ctx._key, fn, args, before)
+                return
+            if other is not None:
+                order_after(q, other)
+            r = fn(*args, q)
             if r[0] is not SUCCESS:
-                raise error_for(r[0], _drv.cuStreamSynchronize)
-        else:
-            buf._note_use(q)
-            if isinstance(keep, DeviceMemory):
-                keep._note_use(q)
-            capture.keep(q, keep, buf)
+                raise error_for(r[0], fn)
+            if sh is None:
+                r = _drv.cuStreamSynchronize(q)
+                if r[0] is not SUCCESS:
+                    raise error_for(r[0], _drv.cuStreamSynchronize)
+            else:
+                buf._note_use(q)
+                if isinstance(keep, DeviceMemory):
+                    keep._note_use(q)
+                capture.keep(q, keep, buf)
+        finally:
+            leave_context(pushed)
     finally:
-        leave_context(pushed)
+        if token is not None:
+            _hooks.end(token)
 
 
 def run_copy(
@@ -429,20 +447,30 @@ def run_copy(
     call: Any,
     *args: Any,
     ops: tuple[Operand, ...] = (),
+    what: str = "",
 ) -> None:
     """Enqueue ``call(*args, queue)`` with the objects pinned; wait when no stream.
 
     Ordered first after the streams the operands ``ops`` advertise (the CUDA Array
     Interface's rule for consumers). Without a stream the queue is the legacy stream,
     or its stand-in while a capture is open (``capture.run_stream_less``), in the
-    current context, and the call has completed on return; with one it is only
-    enqueued, and ``objs`` are kept alive with a capture in progress there. The
-    copies of ``copies`` and :class:`~cudriver.StridedView` go through here.
+    current context, and the call has completed on return (a host wait, which the
+    observers hear of first, named after ``what``, the call the user made); with one
+    it is only enqueued, and ``objs`` are kept alive with a capture in progress there.
+    The copies of ``copies`` and :class:`~cudriver.StridedView` go through here.
     """
     states = _pins.pin_all(*objs, stream)
     try:
         if stream is None:
-            capture.run_stream_less(None, call, args, functools.partial(_ordered, ops))
+            token = None
+            if _hooks.ON:
+                name = what or call.__name__
+                token = _hooks.host_wait(f"{name} without stream= (cuEventSynchronize)")
+            try:
+                capture.run_stream_less(None, call, args, functools.partial(_ordered, ops))
+            finally:
+                if token is not None:
+                    _hooks.end(token)
             return
         queue = stream_handle(stream)
         _ordered(ops, queue)

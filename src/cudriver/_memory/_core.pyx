@@ -33,11 +33,15 @@ from cudriver._lifetime._release import drain_quick as _drain_quick, reclaim as 
 from cudriver._memory._ordered import LEGACY as _LEGACY, free_async as _free_async_py
 from cudriver._memory import accounting as _accounting
 from cudriver._memory._default_resource import DEFAULTS as _DEFAULTS_DICT
+from cudriver._runtime import _hooks
 
 cdef dict _ADOPTED = _adopted
 # Tested for truth in C: empty while accounting is off, and while no device has a
 # default memory resource (both are then free).
 cdef list _ACCOUNTING = _accounting.ON
+# Non-empty while NVTX marks are on (``_runtime._hooks``): one C truth test when off.
+cdef list _MARKS = _hooks.MARKS
+cdef object _mark = _hooks.mark
 cdef dict _DEFAULTS = _DEFAULTS_DICT
 cdef object _OWNED = _owned  # weak values
 cdef object _CUdeviceptr = _drv.CUdeviceptr
@@ -266,6 +270,8 @@ cdef class BufferCore(HandleRoot):
             _handle_fields(self, _CUdeviceptr(ptr), ptr, release, "cuMemFree", (ctx,), None)
             if _ACCOUNTING:
                 self._account(None)
+            if _MARKS:
+                _mark("DeviceBuffer", nbytes)
             return
         if (not isinstance(stream, StreamCore) or (<HandleRoot>stream)._h is None
                 or p_mem_alloc_async == NULL or p_mem_free_async == NULL):
@@ -331,6 +337,8 @@ cdef class BufferCore(HandleRoot):
             _handle_fields(self, _CUdeviceptr(ptr), ptr, release, "cuMemFreeAsync", keep, used_on)
             if _ACCOUNTING:
                 self._account(pool)
+            if _MARKS:
+                _mark("DeviceBuffer", nbytes)
         finally:
             _unpin(pst)
             _unpin(sst)

@@ -40,7 +40,7 @@ from .._context.device import Context, Device, call_in_context
 from .._lifetime._coerce import nbytes_arg
 from .._lifetime._handle import Handle, reclaiming, release_with
 from .._lifetime._release import _warn
-from .._runtime import _freed
+from .._runtime import _freed, _hooks
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import DeviceAttribute
 from ..errors import (
@@ -337,6 +337,8 @@ class Space:
             chunk = Chunk(h, rel, self.reservation)
             if _account.ON and imported is None:
                 _account.track(chunk._state, rel.addr, size, self.device.ordinal, "cuMemCreate")
+            if _hooks.MARKS and imported is None:
+                _hooks.mark("VirtualBuffer chunk", size)
             try:
                 _cd.cuMemMap(rel.addr, size, 0, h, 0)
                 rel.mapped = True

@@ -35,7 +35,7 @@ from .._lifetime._coerce import (
     shape_arg,
 )
 from .._lifetime._handle import Handle, reclaiming
-from .._runtime import _calls
+from .._runtime import _calls, _hooks
 from . import accounting as _account
 from ._copy import Operand, memory_side, ndarray_address, operand, run_copy
 
@@ -325,6 +325,8 @@ class CudaArray(Handle):
             _account.track(
                 self._state, self._key, self.nbytes, ctx.device.ordinal, "cuArray3DCreate"
             )
+        if _hooks.MARKS:
+            _hooks.mark("CudaArray", self.nbytes)
 
     @classmethod
     def from_handle(
@@ -521,7 +523,8 @@ class CudaArray(Handle):
         setattr(p, f"{mine}Array", h)
         p.WidthInBytes, p.Height, p.Depth = ext
         with self._context._scope():
-            run_copy(stream, (self, obj), _drv.cuMemcpy3DAsync, p, ops=(op,))
+            what = "CudaArray.copy_from" if to_array else "CudaArray.copy_to"
+            run_copy(stream, (self, obj), _drv.cuMemcpy3DAsync, p, ops=(op,), what=what)
 
     def copy_from(self, src: Any, *, stream: StreamLike = None) -> None:
         """Copy all of ``src`` into the array (``cuMemcpy3DAsync``).

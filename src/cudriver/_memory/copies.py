@@ -91,7 +91,7 @@ def copy_2d(
     memory_side(p, "dst", d[0], d[1], d[3])
     p.srcPitch, p.dstPitch = sp, dp
     p.WidthInBytes, p.Height = w, h
-    _run(stream, (dst, src), _drv.cuMemcpy2DAsync, p, ops=(d, s))
+    _run(stream, (dst, src), _drv.cuMemcpy2DAsync, p, ops=(d, s), what="copy_2d")
 
 
 def copy_3d(
@@ -132,7 +132,7 @@ def copy_3d(
     p.srcPitch, p.dstPitch = sp, dp
     p.srcHeight, p.dstHeight = sh, dh
     p.WidthInBytes, p.Height, p.Depth = w, h, z
-    _run(stream, (dst, src), _drv.cuMemcpy3DAsync, p, ops=(d, s))
+    _run(stream, (dst, src), _drv.cuMemcpy3DAsync, p, ops=(d, s), what="copy_3d")
 
 
 def _width_bytes(func: str, width_bytes: Any, width: Any) -> int:
@@ -179,7 +179,7 @@ def memset_2d(
         raise ValueError(f"dst holds {size} bytes; the fill needs {need}")
     if addr % ew or pt % ew:
         raise ValueError(f"the address and pitch must be multiples of {ew} bytes")
-    _run(stream, (dst,), _MEMSET_2D[ew], _drv.CUdeviceptr(addr), pt, v, w, h)
+    _run(stream, (dst,), _MEMSET_2D[ew], _drv.CUdeviceptr(addr), pt, v, w, h, what="memset_2d")
 
 
 def copy_peer(
@@ -200,4 +200,4 @@ def copy_peer(
         )
     dctx, sctx = dst.context, src.context
     args = (dst.handle, dctx._live(), src.handle, sctx._live(), n)
-    _run(stream, (dst, src, dctx, sctx), _drv.cuMemcpyPeerAsync, *args)
+    _run(stream, (dst, src, dctx, sctx), _drv.cuMemcpyPeerAsync, *args, what="copy_peer")

@@ -40,7 +40,7 @@ from .._context.device import (
 from .._lifetime._coerce import StreamLike, enum_arg, nbytes_arg, stream_handle, typed_shape
 from .._lifetime._handle import reclaim
 from .._lifetime._pins import pin_all, pinned, unpin_all
-from .._runtime import _bindings, _calls
+from .._runtime import _bindings, _calls, _hooks
 from .._runtime._bindings import DEVICE_CPU, SUCCESS
 from .._runtime._enums import DeviceAttribute, MemAdvise, MemAttach
 from .._runtime._init import driver_version
@@ -410,6 +410,8 @@ class ManagedBuffer(DeviceBuffer):
         )
         if _account.ON:
             _account.track(self._state, self._key, n, dev.ordinal, "cuMemAllocManaged")
+        if _hooks.MARKS:
+            _hooks.mark("ManagedBuffer", n)
 
     # -- constructors -------------------------------------------------------------------
     @classmethod

@@ -38,6 +38,7 @@ from .._lifetime._coerce import (
     typed_shape,
 )
 from .._lifetime._handle import Lease, reclaim
+from .._runtime import _hooks
 from .._runtime._bindings import SUCCESS
 from .._runtime._init import init
 from .._work.stream import Stream
@@ -307,6 +308,8 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
                 )
             if _ACCOUNTING:
                 self._account(pool)
+            if _hooks.MARKS:
+                _hooks.mark(self._kind, n)
         finally:
             _pins.unpin_all(states)
 
@@ -348,6 +351,8 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
         )
         if _ACCOUNTING:
             _account.track(self._state, ptr, n, ctx.device.ordinal, name)
+        if _hooks.MARKS:
+            _hooks.mark(self._kind, n)
 
     def _account(self, pool: Any) -> None:
         """Count this new allocation (while accounting is on; see ``accounting``)."""
@@ -668,7 +673,7 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
             return
         on_dev, addr, n, keep, other = self._operand(src, "src")
         copy = _drv.cuMemcpyDtoDAsync if on_dev else _drv.cuMemcpyHtoDAsync
-        self._enqueue(stream, other, keep, copy, dst, addr, n)
+        self._enqueue(stream, other, keep, copy, dst, addr, n, what="copy_from")
 
     def _operand(self, x: Any, role: str) -> tuple[bool, int, int, Any, int | None]:
         """``operand(x)`` (the other side of a copy), checked to be this buffer's size."""
@@ -681,13 +686,14 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
 
     @_pins.pinned
     def _enqueue(
-        self, stream: StreamLike, other: int | None, keep: Any, fn: Any, *args: Any
+        self, stream: StreamLike, other: int | None, keep: Any, fn: Any, *args: Any, what: str
     ) -> None:
         """Call ``fn(*args, queue)`` in this buffer's context, ordered and kept alive.
 
-        See :func:`cudriver._copy.enqueue`.
+        ``what`` is the method the user called (named when it waits). See
+        :func:`cudriver._copy.enqueue`.
         """
-        enqueue(self, stream, other, keep, fn, args)
+        enqueue(self, stream, other, keep, fn, args, what)
 
     @overload
     def copy_to(self, out: None = None, *, stream: StreamLike = None) -> npt.NDArray[Any]: ...
@@ -729,7 +735,7 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
         result: Any = np.empty(self.shape, dtype=self.dtype) if out is None else out
         on_dev, addr, n, keep, other = self._operand(result, "out")
         copy = _drv.cuMemcpyDtoDAsync if on_dev else _drv.cuMemcpyDtoHAsync
-        self._enqueue(stream, other, keep, copy, addr, src, n)
+        self._enqueue(stream, other, keep, copy, addr, src, n, what="copy_to")
         return result
 
     def fill(
@@ -775,7 +781,7 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
             raise ValueError(f"{self._nbytes} bytes is not a multiple of the element size {w}")
         if self._key % w:
             raise ValueError(f"address {self._key:#x} is not aligned to the element size {w}")
-        self._enqueue(stream, None, None, _MEMSET[w], dst, v, self._nbytes // w)
+        self._enqueue(stream, None, None, _MEMSET[w], dst, v, self._nbytes // w, what="fill")
 
     # -- interoperability --------------------------------------------------------------------
     @property

@@ -14,7 +14,7 @@ from .._context.device import Context, Device, call_in_context, context_arg, cur
 from .._lifetime import _release
 from .._lifetime._coerce import HostMemory, PoolBase, bool_arg, nbytes_arg, typed_shape
 from .._lifetime._handle import reclaiming
-from .._runtime import _calls
+from .._runtime import _calls, _hooks
 from . import _dlpack
 from . import accounting as _account
 from ._copy import HostBytes
@@ -114,6 +114,8 @@ class PinnedBuffer(_dlpack.Producer, HostMemory):
         )
         if _account.ON:
             _account.track(self._state, self._key, n, None, "cuMemHostAlloc")
+        if _hooks.MARKS:
+            _hooks.mark("PinnedBuffer", n)
 
     @classmethod
     def _adopt(

@@ -37,7 +37,7 @@ from .._lifetime._coerce import (
 from .._lifetime._handle import link, queue_if_free, reclaiming, unlink
 from .._lifetime._pins import pin_all, pinned, unpin_all
 from .._lifetime._release import _warn
-from .._runtime import _calls
+from .._runtime import _calls, _hooks
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import MemAccess
 from ..errors import NotSupportedError, error_for
@@ -724,6 +724,8 @@ class PinnedMemoryPool(MemoryPool):
         buf = PinnedBuffer._adopt(ptr, n, ctx, release, "cuMemFreeAsync", (st, ctx, self), used_on)
         if _account.ON:
             _account.track(buf._state, ptr, n, None, self.name)
+        if _hooks.MARKS:
+            _hooks.mark("PinnedBuffer", n)
         return buf
 
     @classmethod
@@ -819,6 +821,8 @@ class ManagedMemoryPool(MemoryPool):
         )
         if _account.ON:
             _account.track(buf._state, ptr, n, self._device.ordinal, self.name)
+        if _hooks.MARKS:
+            _hooks.mark("ManagedBuffer", n)
         return buf
 
     def _travel_refusal(self) -> str | None:

@@ -620,7 +620,8 @@ class StridedView:
         p.WidthInBytes, p.Height = cs.width_bytes, cs.height
         keep = (src, dst, s_op[3], d_op[3])
         ops = (s_op, d_op)
-        self._in_context(lambda: run_copy(stream, keep, call, p, ops=ops), other)
+        what = "StridedView.copy_from" if dst is self else "StridedView.copy_to"
+        self._in_context(lambda: run_copy(stream, keep, call, p, ops=ops, what=what), other)
 
     def _operand(self) -> Operand:
         """The view as a copy operand: its lowest address (strides are positive here)."""

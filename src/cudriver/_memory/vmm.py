@@ -411,7 +411,8 @@ class VirtualBuffer(DeviceBuffer):
                     raise error_for(r[0], _drv.cuCtxSynchronize)
                 if n and buf is not None:
                     dptr = self._state.handle
-                    enqueue(self, None, None, buf, _drv.cuMemcpyDtoHAsync, (buf._key, dptr, n))
+                    args = (buf._key, dptr, n)
+                    enqueue(self, None, None, buf, _drv.cuMemcpyDtoHAsync, args, "offload")
             except BaseException:
                 with sp.gate:
                     self._h = self._state.handle
@@ -472,6 +473,7 @@ class VirtualBuffer(DeviceBuffer):
                     host,
                     _drv.cuMemcpyHtoDAsync,
                     (self._state.handle, host._key, n),
+                    "restore",
                 )
         except BaseException:
             self._vm.unmap_last(len(sp.chunks), waited=False)

@@ -22,6 +22,7 @@ from cudriver._runtime._entry cimport (
 )
 
 from cudriver._lifetime import _hostfn, _release
+from cudriver._runtime import _hooks
 from cudriver._lifetime._coerce import DeviceMemory as _DeviceMemory
 from cudriver._runtime._enums import DeviceAttribute, WaitCondition as _WaitCondition
 
@@ -29,6 +30,9 @@ from cudriver._runtime._enums import DeviceAttribute, WaitCondition as _WaitCond
 cdef object _GEQ_DEFAULT = _WaitCondition.GEQ
 cdef object _ATTR_64 = int(DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS)
 cdef object _settle = _release.settle
+# Non-empty while an observer is on (sync debug, NVTX marks): the waits then take their
+# slow paths, which tell it (``_runtime._hooks``); one C truth test when off.
+cdef list _HOOKS_ON = _hooks.ON
 cdef object _REAPING = _release._reaping.locked  # held during the releasing thread's pass
 from cudriver._runtime._gates import WAITING as _WAITING_PY, note as _gates_note
 
@@ -73,7 +77,7 @@ cdef class StreamCore(HandleRoot):
         """
         cdef CUresult st
         cdef void* h
-        if not fast() or self._h is None or p_stream_sync == NULL:
+        if not fast() or self._h is None or p_stream_sync == NULL or _HOOKS_ON:
             return self._synchronize_slow()
         h = <void*><uintptr_t>self._key
         # Pinned for the wait: a close() on another thread meanwhile destroys the stream
@@ -504,7 +508,7 @@ cdef class EventCore(HandleRoot):
         """
         cdef CUresult st
         cdef void* e
-        if not fast() or self._h is None or p_event_sync == NULL:
+        if not fast() or self._h is None or p_event_sync == NULL or _HOOKS_ON:
             return self._synchronize_slow()
         e = <void*><uintptr_t>self._key
         pin = _pin(self)  # see StreamCore.synchronize

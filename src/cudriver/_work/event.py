@@ -21,7 +21,7 @@ from .._lifetime._coerce import (
 )
 from .._lifetime._handle import Handle
 from .._lifetime._pins import call_pinned, call_pinned2, pin2, pinned, query_result, unpin2
-from .._runtime import _bindings, _calls
+from .._runtime import _bindings, _calls, _hooks
 from .._runtime._bindings import SUCCESS
 from ..errors import GUARD, checked, error_for
 from ._core import EventCore
@@ -139,12 +139,24 @@ class Event(Handle, EventCore, aio.Awaitable):
         return query_result(call_pinned(self, _drv.cuEventQuery), _drv.cuEventQuery)
 
     def _synchronize_slow(self) -> None:
-        """The slow path of :meth:`Event.synchronize` (what the compiled body leaves)."""
-        r = call_pinned(self, _drv.cuEventSynchronize)  # a close() meanwhile waits for it
-        if r[0] is not SUCCESS:
-            raise error_for(r[0], _drv.cuEventSynchronize)
-        if _handle.deferred or _handle.releasing():
-            _handle.settle()
+        """The slow path of :meth:`Event.synchronize` (what the compiled body leaves).
+
+        All of it while an observer is on (``_runtime._hooks``).
+        """
+        token = None
+        if _hooks.ON:
+            if self._h is None:
+                self._raise_closed()
+            token = _hooks.host_wait("Event.synchronize (cuEventSynchronize)")
+        try:
+            r = call_pinned(self, _drv.cuEventSynchronize)  # a close() meanwhile waits for it
+            if r[0] is not SUCCESS:
+                raise error_for(r[0], _drv.cuEventSynchronize)
+            if _handle.deferred or _handle.releasing():
+                _handle.settle()
+        finally:
+            if token is not None:
+                _hooks.end(token)
         if _hostfn.PENDING and self._recorded_on:
             _hostfn.after_event_sync(self._recorded_on)
 

@@ -31,7 +31,7 @@ from .._lifetime._coerce import (
     uint_arg,
 )
 from .._lifetime._pins import call_pinned, pin2, pinned, query_result, unpin2
-from .._runtime import _calls
+from .._runtime import _calls, _hooks
 from .._runtime._bindings import SUCCESS
 from .._runtime._enums import (
     AccessProperty,
@@ -229,14 +229,26 @@ class Stream(StreamBase, StreamCore, aio.Awaitable):
 
     # -- ordering and completion ----------------------------------------------------------
     def _synchronize_slow(self) -> None:
-        """The slow path of :meth:`Stream.synchronize` (what the compiled body leaves)."""
-        # Pinned for the wait: a close() on another thread destroys the stream only
-        # after it (that crashed the process).
-        r = call_pinned(self, _drv.cuStreamSynchronize)
-        if r[0] is not SUCCESS:
-            raise error_for(r[0], _drv.cuStreamSynchronize)
-        if _handle.deferred or _handle.releasing():
-            _handle.settle()
+        """The slow path of :meth:`Stream.synchronize` (what the compiled body leaves).
+
+        All of it while an observer is on (``_runtime._hooks``).
+        """
+        token = None
+        if _hooks.ON:
+            if self._h is None:
+                self._raise_closed()
+            token = _hooks.host_wait("Stream.synchronize (cuStreamSynchronize)")
+        try:
+            # Pinned for the wait: a close() on another thread destroys the stream only
+            # after it (that crashed the process).
+            r = call_pinned(self, _drv.cuStreamSynchronize)
+            if r[0] is not SUCCESS:
+                raise error_for(r[0], _drv.cuStreamSynchronize)
+            if _handle.deferred or _handle.releasing():
+                _handle.settle()
+        finally:
+            if token is not None:
+                _hooks.end(token)
         if _hostfn.PENDING:
             # re-raise errors of host functions that ran on this stream
             _hostfn.after_sync(self._key)
