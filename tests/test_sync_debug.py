@@ -26,7 +26,8 @@ import cudriver as cu
 from cudriver._observe import sync_debug as sd
 from cudriver._runtime import _hooks
 
-SRC = Path(cu.__file__).resolve().parent
+# The sources (the .pyx files are not in an installed wheel).
+SRC = Path(__file__).resolve().parents[1] / "src" / "cudriver"
 
 
 @pytest.fixture(autouse=True)
