@@ -486,3 +486,26 @@ def test_threads_allocate_through_resources_while_one_captures(
         cu.set_memory_accounting(False)
         cu.reset_memory_stats()
         pool.close()
+
+
+@pytest.mark.gpu
+def test_a_pinned_pool_buffer_is_freed_after_copies_on_other_streams(
+    ctx: cu.Context, stream: cu.Stream
+) -> None:
+    try:
+        pool = cu.PinnedMemoryPool()
+    except cu.NotSupportedError as exc:
+        pytest.skip(f"no pools of host memory on this driver: {exc}")
+    other = cu.Stream(non_blocking=True)
+    host = pool.allocate(1 << 16, stream=stream)
+    host.array(np.uint8)[:] = 7
+    dev = cu.DeviceBuffer(1 << 16)
+    dev.copy_from(host, stream=other)  # a use on another stream than the allocation's
+    assert host._state.used_on == {int(other.handle)}
+    pool.deallocate(host)  # freed after the copy on `other`
+    other.synchronize()
+    stream.synchronize()
+    assert (dev.copy_to() == 7).all()
+    dev.close()
+    other.close()
+    pool.close()

@@ -180,6 +180,12 @@ class HostMemory(Memory):
 
     __slots__ = ()
 
+    def _note_use(self, stream: Any) -> None:
+        """Record that work using this memory was enqueued on ``stream`` (a handle or int).
+
+        Memory from a stream-ordered pool is then freed after that work.
+        """
+
 
 class PoolBase(Handle):
     """The base of :class:`cudriver.MemoryPool`: ``_h`` is a ``CUmemoryPool``."""

@@ -431,7 +431,7 @@ def enqueue(
                     raise error_for(r[0], _drv.cuStreamSynchronize)
             else:
                 buf._note_use(q)
-                if isinstance(keep, DeviceMemory):
+                if isinstance(keep, DeviceMemory | HostMemory):
                     keep._note_use(q)
                 capture.keep(q, keep, buf)
         finally:
@@ -478,7 +478,7 @@ def run_copy(
         if r[0] is not SUCCESS:
             raise error_for(r[0], call)
         for o in objs:
-            if isinstance(o, DeviceMemory):
+            if isinstance(o, DeviceMemory | HostMemory):
                 o._note_use(queue)  # a stream-ordered free waits for this copy
         capture.keep(queue, *objs)
     finally:

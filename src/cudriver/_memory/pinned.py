@@ -59,7 +59,7 @@ class PinnedBuffer(_dlpack.Producer, HostMemory):
     memory is freed when the last such array or view is gone.
     """
 
-    __slots__ = ("_context", "_device_ptr", "_export", "_flags", "_nbytes")
+    __slots__ = ("_context", "_device_ptr", "_export", "_flags", "_nbytes", "_stream_key")
 
     _kind = "PinnedBuffer"
     #: The DLPack device type of the memory: ``kDLCUDAHost`` (pinned host memory).
@@ -70,6 +70,7 @@ class PinnedBuffer(_dlpack.Producer, HostMemory):
     _export: weakref.ref[HostBytes] | None
     _flags: int
     _nbytes: int
+    _stream_key: int | None  # a pool allocation's stream (its free's); else None
 
     def __init__(
         self,
@@ -106,6 +107,7 @@ class PinnedBuffer(_dlpack.Producer, HostMemory):
         self._flags = flags
         self._device_ptr = None
         self._export = None
+        self._stream_key = None
         self._init_handle(
             int(ptr),
             release=functools.partial(call_in_context, ctx.handle, _drv.cuMemFreeHost),
@@ -127,9 +129,15 @@ class PinnedBuffer(_dlpack.Producer, HostMemory):
         func: str,
         keep: tuple[Any, ...],
         used_on: set[int] | None = None,
+        stream_key: int | None = None,
     ) -> PinnedBuffer:
-        """A buffer over page-locked memory a pool gave (mapped at the same address)."""
+        """A buffer over page-locked memory a pool gave (mapped at the same address).
+
+        ``used_on`` and ``stream_key``: for memory freed in stream order, the set of
+        the other streams its free waits for, and the free's own stream.
+        """
         self = cls.__new__(cls)
+        self._stream_key = stream_key
         self._context = ctx
         self._nbytes = nbytes
         self._flags = _HOSTALLOC_DEVICEMAP | _HOSTALLOC_PORTABLE
@@ -137,6 +145,18 @@ class PinnedBuffer(_dlpack.Producer, HostMemory):
         self._export = None
         self._init_handle(ptr, release=release, func=func, keep=keep, used_on=used_on)
         return self
+
+    def _note_use(self, stream: Any) -> None:
+        # Memory from a PinnedMemoryPool is freed on its allocation's stream: after the
+        # copies enqueued on other streams too (as for a stream-ordered DeviceBuffer).
+        own = self._stream_key
+        if own is None or self._h is None:
+            return
+        key = int(stream)
+        if key != own:
+            used_on = self._state.used_on
+            if used_on is not None:
+                used_on.add(key)
 
     def export_handle(self) -> bytes:
         """The 64 bytes that open this allocation in another process (``cuMemPoolExportPointer``).

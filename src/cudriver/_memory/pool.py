@@ -711,7 +711,10 @@ class PinnedMemoryPool(MemoryPool):
         ``cuMemAllocFromPoolAsync``: the memory may be used by work on ``stream``
         from this point on, and by the host once that work has run (synchronise
         first); closing the buffer frees it into the pool on ``stream``
-        (``cuMemFreeAsync``). Does not synchronise.
+        (``cuMemFreeAsync``), after the copies enqueued with the buffer on other
+        streams too. Work on another stream that uses the memory through
+        :attr:`PinnedBuffer.device_ptr` or :meth:`PinnedBuffer.device_buffer` is not
+        seen: order it before the close (``stream.wait(other)``). Does not synchronise.
 
         Raises
         ------
@@ -721,7 +724,8 @@ class PinnedMemoryPool(MemoryPool):
             ``stream`` is capturing.
         """
         ptr, n, st, ctx, release, used_on = _pool_allocate(self, nbytes, stream, "pinned buffer")
-        buf = PinnedBuffer._adopt(ptr, n, ctx, release, "cuMemFreeAsync", (st, ctx, self), used_on)
+        keep = (st, ctx, self)
+        buf = PinnedBuffer._adopt(ptr, n, ctx, release, "cuMemFreeAsync", keep, used_on, st._key)
         if _account.ON:
             _account.track(buf._state, ptr, n, None, self.name)
         if _hooks.MARKS:

@@ -127,7 +127,11 @@ class MemoryResource:
         stream's (the buffer records the use); closing is idempotent.
         """
         if stream is not None and buffer._h is not None:
-            buffer._note_use(_as_stream(stream)._h)
+            note = getattr(buffer, "_note_use", None)
+            if note is None:  # memory with no stream-ordered free: wait instead
+                _as_stream(stream).synchronize()
+            else:
+                note(_as_stream(stream)._h)
         buffer.close()
 
     def __repr__(self) -> str:
