@@ -514,3 +514,44 @@ def test_a_wait_holds_back_only_releases_that_wait_for_the_device(
     for raw_stream in (0, 1, 2):  # the NULL streams are never noted
         _gates.note(raw_stream)
     assert _gates.WAITING == {}
+
+
+def test_a_forked_child_never_waits_on_the_lock_a_parent_thread_held() -> None:
+    # A release that waits for the device runs under _release.WAITER_LOCK; a child
+    # forked while another thread of the parent held it frees nothing and must not
+    # take it (the holder does not exist in the child: it would wait forever).
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import faulthandler, os, threading, sys
+        faulthandler.dump_traceback_later(20, exit=True)
+        from cudriver._lifetime import _release
+        freed = []
+        st = _release.State(0x1000, freed.append, "cuMemFree", "DeviceBuffer", (), None)
+        held, done = threading.Event(), threading.Event()
+        def hold():
+            with _release.WAITER_LOCK:
+                held.set()
+                done.wait(30)
+        t = threading.Thread(target=hold)
+        t.start()
+        held.wait(10)
+        pid = os.fork()
+        if pid == 0:
+            _release.release(st)  # the parent's state: nothing freed, no lock taken
+            os._exit(0 if freed == [] and st.handle is None else 3)
+        _, status = os.waitpid(pid, 0)
+        done.set()
+        t.join()
+        _release.release(st)  # here it runs, under the lock
+        print(os.waitstatus_to_exitcode(status), freed)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "[4096]"], out.stdout + out.stderr

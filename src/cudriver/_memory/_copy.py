@@ -375,6 +375,11 @@ _SYNC_IN_CAPTURE = (
 )
 
 
+# Memory whose uses a copy notes (a stream-ordered free waits for them): a tuple made
+# once, not a union per call.
+_NOTED = (DeviceMemory, HostMemory)
+
+
 def enqueue(
     buf: Any,
     stream: StreamLike,
@@ -431,7 +436,7 @@ def enqueue(
                     raise error_for(r[0], _drv.cuStreamSynchronize)
             else:
                 buf._note_use(q)
-                if isinstance(keep, DeviceMemory | HostMemory):
+                if isinstance(keep, _NOTED):
                     keep._note_use(q)
                 capture.keep(q, keep, buf)
         finally:
@@ -478,7 +483,7 @@ def run_copy(
         if r[0] is not SUCCESS:
             raise error_for(r[0], call)
         for o in objs:
-            if isinstance(o, DeviceMemory | HostMemory):
+            if isinstance(o, _NOTED):
                 o._note_use(queue)  # a stream-ordered free waits for this copy
         capture.keep(queue, *objs)
     finally:

@@ -20,9 +20,7 @@ from .._context import _share
 from .._context.device import (
     Context,
     Device,
-    current_or_default,
     device_arg,
-    kept_primary,
 )
 from .._lifetime._coerce import (
     NONE_STREAM,
@@ -48,7 +46,8 @@ from ._default_resource import POOLS
 from .managed import ManagedBuffer
 from .memory import DeviceBuffer, _as_stream
 from .pinned import PinnedBuffer
-from .resource import MemoryResource
+from .resource import MemoryResource, _device_of
+from .resource import _home as _kept  # the context pool calls run in
 
 __all__ = ["MemoryPool", "PinnedMemoryPool", "ManagedMemoryPool", "KEEP_ALL"]
 
@@ -139,10 +138,6 @@ def _settle(st: Any) -> None:
     r = _drv.cuStreamSynchronize(h)
     if r[0] is not SUCCESS:
         _warn(f"waiting for a pool's frees failed: {error_for(r[0], _drv.cuStreamSynchronize)}")
-
-
-def _device_of(device: Any) -> Device:
-    return current_or_default().device if device is None else device_arg(device)
 
 
 def _access_arg(access: object) -> MemAccess:
@@ -952,11 +947,3 @@ _share.register(MemoryPool, _reduce_pool)
 _share.register(DeviceBuffer, _reduce_buffer)
 _share.register(PinnedMemoryPool, _reduce_pinned_pool)
 _share.register(PinnedBuffer, _reduce_pinned_buffer)
-
-
-def _kept(dev: Device) -> Context:
-    """The context pool calls run in: cudriver's retain of the device's primary context."""
-    ctx = current_or_default()
-    if ctx.device is dev:
-        return ctx
-    return kept_primary(dev)

@@ -58,8 +58,9 @@ from ._vmm import (
 )
 from .memory import DeviceBuffer
 from .pinned import PinnedBuffer
-from .pool import _access_arg, _device_of, _kept, _location
-from .resource import MemoryResource
+from .pool import _access_arg, _location
+from .resource import MemoryResource, _device_of
+from .resource import _home as _kept
 
 __all__ = ["VirtualBuffer", "VirtualMemoryResource"]
 
