@@ -283,6 +283,19 @@ def launcher(kernel: cu.Kernel, stream: cu.Stream, cycles: int = CYCLES) -> Call
     return launch
 
 
+def agree(ours: np.ndarray, theirs: np.ndarray) -> None:
+    """Two sets of device times of the same work agree.
+
+    Other processes on the GPU (a parallel test run) time-slice with this one and only ever
+    lengthen a measurement, so the shortest times are compared within 10 %, and the medians
+    within a factor of two. Events that missed the work would give microseconds.
+    """
+    lo, hi = float(ours.min()), float(theirs.min())
+    assert abs(lo - hi) <= max(0.10 * hi, 20e-6), (ours, theirs)
+    assert float(np.median(ours)) <= 2 * float(np.median(theirs)) + 20e-6, (ours, theirs)
+    assert float(np.median(theirs)) <= 2 * float(np.median(ours)) + 20e-6, (ours, theirs)
+
+
 def hand_timed(fn: Callable[[], None], stream: cu.Stream, n: int) -> np.ndarray:
     """Seconds between two events around each call: benchmark's device time, by hand."""
     start, end = cu.Event(timing=True), cu.Event(timing=True)
@@ -309,7 +322,7 @@ def test_benchmark_agrees_with_hand_written_events(spin: cu.Kernel, stream: cu.S
     print(f"\n{r}\nhand-written events: median {theirs * 1e6:.3f} us over {by_hand.size}")
     assert r.name == "launch"
     assert r.cpu_times.shape == (30,) and r.gpu_times.shape == (1, 30)
-    assert abs(ours - theirs) <= max(0.10 * theirs, 20e-6), (ours, theirs)
+    agree(r.gpu_times[0], by_hand)
     # A spin of CYCLES clock cycles takes at least CYCLES / (5 GHz): a real measurement.
     assert ours > CYCLES / 5e9
     # Each repeat synchronises, and the host clock brackets the events: host >= device
@@ -379,10 +392,9 @@ def test_the_default_stream_is_the_legacy_stream(spin: cu.Kernel, ctx: cu.Contex
     blocking = cu.Stream(non_blocking=False)
     try:
         fn = launcher(spin, blocking)
-        r = cu.benchmark(fn, n_repeat=5, n_warmup=1)
-        ours = float(np.median(r.gpu_times[0]))
-        theirs = float(np.median(hand_timed(fn, blocking, 5)))
-        assert abs(ours - theirs) <= max(0.10 * theirs, 20e-6), (ours, theirs)
+        r = cu.benchmark(fn, n_repeat=10, n_warmup=1)
+        agree(r.gpu_times[0], hand_timed(fn, blocking, 10))
+        assert float(r.gpu_times[0].min()) > CYCLES / 5e9
     finally:
         blocking.synchronize()
         blocking.close()
