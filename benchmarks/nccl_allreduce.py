@@ -7,9 +7,14 @@ Usage::
 Spawns one process per GPU (``--ranks``, default every GPU, at least two). Each rank
 joins one communicator (``cudriver.nccl.communicator``, the unique id over TCP on
 localhost) and, in the same run, times ``comm.allreduce(send, recv, SUM, stream=...)``
-with three kinds of buffers and streams:
+with these kinds of buffers and streams:
 
-* **cudriver**: ``DeviceBuffer.empty(count, np.float32)`` on a cudriver ``Stream``;
+* **cudriver**: ``DeviceBuffer.empty(count, np.float32)`` on a cudriver ``Stream``,
+  through the communicator's direct path (``cudriver.nccl.Communicator.allreduce``);
+* **cudriver via nccl4py**: the same buffers and stream given to nccl4py's own
+  ``allreduce`` (``comm.nccl``), which resolves each buffer through DLPack;
+* **bindings, ints**: nccl4py's bindings (``nccl.bindings.nccl.all_reduce``) called with
+  the pointers, count, type and stream as ints: the floor of any Python layer;
 * **nccl4py Buffer**: ``nccl.mem_alloc(nbytes)`` (a ``cuda.core`` ``Buffer``, which
   NCCL sees as bytes) on a ``cuda.core`` stream;
 * **nccl4py CuPy**: ``nccl.cupy.empty(count, np.float32)`` on the same ``cuda.core``
@@ -37,7 +42,11 @@ from typing import Any
 import numpy as np
 
 SIZES_MIB = (1, 16, 64, 256)
-KINDS = ("cudriver", "nccl4py Buffer", "nccl4py CuPy")
+KINDS = ("cudriver", "cudriver via nccl4py", "bindings, ints", "nccl4py Buffer", "nccl4py CuPy")
+#: The peers a cudriver row is judged against (the others are for the breakdown).
+PEERS = ("nccl4py Buffer", "nccl4py CuPy")
+#: Bus bandwidth within this fraction of the best peer's counts as level (run-to-run noise).
+BW_NOISE = 0.03
 
 
 def _rank(ranks: Any, iters: int, out: Any) -> None:
@@ -60,11 +69,32 @@ def _rank(ranks: Any, iters: int, out: Any) -> None:
         except ImportError:
             has_cupy = False
 
-        def make(kind: str, nbytes: int) -> tuple[Any, Any, Any]:
+        from nccl.bindings import nccl as raw_nccl
+
+        raw_comm = comm.nccl._comm
+
+        class Ints:
+            """A buffer as the ints NCCL takes: the floor of any Python layer."""
+
+            def __init__(self, count: int) -> None:
+                self.buf = cu.DeviceBuffer.empty(count, np.float32)
+                self.ptr, self.count = int(self.buf), count
+
+        def call(kind: str, a: Any, b: Any, s: Any) -> None:
             if kind == "cudriver":
-                count = nbytes // 4
+                comm.allreduce(a, b, nccl.SUM, stream=s)
+            elif kind == "bindings, ints":
+                raw_nccl.all_reduce(a.ptr, b.ptr, a.count, 7, 0, raw_comm, s)
+            else:
+                comm.nccl.allreduce(a, b, nccl.SUM, stream=s)
+
+        def make(kind: str, nbytes: int) -> tuple[Any, Any, Any]:
+            count = nbytes // 4
+            if kind in ("cudriver", "cudriver via nccl4py"):
                 a = cu.DeviceBuffer.empty(count, np.float32)
                 return a, cu.DeviceBuffer.empty(count, np.float32), ours
+            if kind == "bindings, ints":
+                return Ints(count), Ints(count), int(ours.handle)
             if kind == "nccl4py Buffer":
                 return nccl.mem_alloc(nbytes), nccl.mem_alloc(nbytes), theirs
             return (
@@ -74,18 +104,23 @@ def _rank(ranks: Any, iters: int, out: Any) -> None:
             )
 
         def sync(stream: Any) -> None:
-            stream.sync() if hasattr(stream, "sync") else stream.synchronize()
+            if isinstance(stream, int):
+                ours.synchronize()
+            elif hasattr(stream, "sync"):
+                stream.sync()
+            else:
+                stream.synchronize()
 
         kinds = [k for k in KINDS if has_cupy or k != "nccl4py CuPy"]
         rows: dict[str, dict[str, float]] = {k: {} for k in kinds}
         for kind in kinds:  # host time per call, on a 1 KiB all-reduce
             a, b, s = make(kind, 1024)
             for _ in range(20):
-                comm.allreduce(a, b, nccl.SUM, stream=s)
+                call(kind, a, b, s)
             sync(s)
             t0 = time.perf_counter()
             for _ in range(iters * 10):
-                comm.allreduce(a, b, nccl.SUM, stream=s)
+                call(kind, a, b, s)
             t1 = time.perf_counter()
             sync(s)
             rows[kind]["host_us"] = (t1 - t0) / (iters * 10) * 1e6
@@ -94,12 +129,12 @@ def _rank(ranks: Any, iters: int, out: Any) -> None:
             for kind in kinds:
                 a, b, s = make(kind, nbytes)
                 for _ in range(5):
-                    comm.allreduce(a, b, nccl.SUM, stream=s)
+                    call(kind, a, b, s)
                 sync(s)
                 e0, e1 = cu.Event(timing=True), cu.Event(timing=True)
                 e0.record(s)
                 for _ in range(iters):
-                    comm.allreduce(a, b, nccl.SUM, stream=s)
+                    call(kind, a, b, s)
                 e1.record(s)
                 e1.synchronize()
                 ms = e0.elapsed_ms(e1) / iters
@@ -148,6 +183,43 @@ def _resolution(nccl: Any, cu: Any, has_cupy: bool) -> dict[str, float]:
         arr = nccl.cupy.empty(256, np.float32)
         times["CuPy array"] = _per_call_us(lambda: NcclBuffer(arr))
     return times
+
+
+def targets(
+    table: dict[str, dict[str, float]], resolution: dict[str, float]
+) -> list[tuple[str, bool, str]]:
+    """Each target of the NCCL rows: ``(what, met, the numbers)``."""
+    out: list[tuple[str, bool, str]] = []
+    peers = [k for k in PEERS if k in table]
+    ours = table["cudriver"]
+    best_host = min(table[k]["host_us"] for k in peers)
+    out.append(
+        (
+            "host time per 1 KiB all-reduce <= the best peer's",
+            ours["host_us"] <= best_host,
+            f"{ours['host_us']:.1f} µs against {best_host:.1f}",
+        )
+    )
+    for m in SIZES_MIB:
+        key = f"{m}MiB_busbw"
+        best = max(table[k][key] for k in peers)
+        out.append(
+            (
+                f"bus bandwidth at {m} MiB >= the best peer's (within {BW_NOISE:.0%})",
+                ours[key] >= best * (1 - BW_NOISE),
+                f"{ours[key]:.1f} GB/s against {best:.1f}",
+            )
+        )
+    if "CuPy array" in resolution:
+        mine, theirs = resolution["cudriver DeviceBuffer"], resolution["CuPy array"]
+        out.append(
+            (
+                "nccl4py resolving a DeviceBuffer <= resolving a CuPy array",
+                mine <= theirs,
+                f"{mine:.2f} µs against {theirs:.2f}",
+            )
+        )
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,9 +298,19 @@ def main(argv: list[str] | None = None) -> int:
     print("nccl4py's resolution of one buffer, µs per call (rank 0):")
     for what, us in resolution.items():
         print(f"  {what:40s} {us:7.2f}")
+    verdicts = targets(table, resolution)
+    print("targets:")
+    for what, ok, detail in verdicts:
+        print(f"  {'PASS' if ok else 'MISS'}  {what}: {detail}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            doc = {"ranks": world, "gpu": dev.name, "table": table, "resolution": resolution}
+            doc = {
+                "ranks": world,
+                "gpu": dev.name,
+                "table": table,
+                "resolution": resolution,
+                "targets": [{"target": w, "pass": ok, "detail": d} for w, ok, d in verdicts],
+            }
             json.dump(doc, f, indent=1)
     return 0
 

@@ -33,9 +33,13 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ._context.device import Device
 from ._lifetime import _release, capture
 from ._lifetime._coerce import raw_stream_handle
+from ._memory.memory import DeviceBuffer
+from ._work.stream import Stream
 
 __all__ = [
     "Communicator",
@@ -445,22 +449,108 @@ class _Collective:
         self.stream = stream
 
 
+#: The dtype of a DeviceBuffer made without one: bytes, as its DLPack export says.
+_BYTES = np.dtype(np.uint8)
+
+
+def _nccl_dtype(dt: Any) -> int | None:
+    """``ncclDataType_t`` of numpy dtype ``dt`` as nccl4py maps it, or None."""
+    try:
+        from nccl.core import NcclDataType
+    except ImportError:
+        return None
+    try:
+        return int(NcclDataType.from_numpy_dtype(dt))
+    except Exception:
+        return None
+
+
+def _invalid(msg: str) -> Exception:
+    """nccl4py's ``NcclInvalid(msg)``: what its own methods raise for the same mistake."""
+    from nccl.core.typing import NcclInvalid
+
+    exc: Exception = NcclInvalid(msg)
+    return exc
+
+
+def _same(s: tuple[int, int, int], r: tuple[int, int, int]) -> None:
+    if s[2] != r[2]:
+        from nccl.core import NcclDataType
+
+        raise _invalid(
+            f"Dtype mismatch: sendbuf has dtype {NcclDataType(s[2])}, recvbuf has dtype "
+            f"{NcclDataType(r[2])}"
+        )
+
+
+class _Direct:
+    """What the direct path reads of an nccl4py communicator, once.
+
+    ``call``: nccl4py's bindings module (``nccl.bindings.nccl``), whose functions take
+    the pointers, count, ``ncclDataType_t``, op and stream as ints and call NCCL with
+    the GIL released. ``device``: the communicator's CUDA ordinal; ``nranks``, ``rank``.
+    """
+
+    __slots__ = ("call", "codes", "contexts", "device", "nranks", "rank")
+
+    def __init__(self, call: Any, device: int, nranks: int, rank: int) -> None:
+        self.call = call
+        self.device = device
+        self.nranks = nranks
+        self.rank = rank
+        #: numpy dtype -> ncclDataType_t, as nccl4py maps it (NcclDataType); None: none.
+        self.codes: dict[Any, int | None] = {}
+        #: Contexts whose buffers were found on ``device``.
+        self.contexts: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _direct_of(comm: Any) -> _Direct | None:
+    """The direct path to ``comm``, an ``nccl.core.Communicator``; None for anything else."""
+    try:
+        call = importlib.import_module("nccl.bindings.nccl")
+        from nccl.core import Communicator as _NcclCommunicator
+    except ImportError:
+        return None
+    if type(comm) is not _NcclCommunicator or not isinstance(
+        getattr(comm, "_comm", None), call.Comm
+    ):
+        return None
+    if not comm._comm:
+        return None  # destroyed: nccl4py's own methods say so
+    return _Direct(call, int(comm.device.device_id), int(comm.nranks), int(comm.rank))
+
+
 class Communicator:
-    """An ``nccl.core.Communicator`` whose :meth:`destroy` cannot hang on a graph.
+    """An ``nccl.core.Communicator`` with a direct path, whose :meth:`destroy` cannot hang.
 
     Every attribute and method is nccl4py's (``comm.allreduce(..., stream=s)``,
-    ``comm.rank``, ``comm.nranks``...), called as it is. A collective enqueued on a
-    stream that captures into a cudriver graph (``with stream.capture() as g``) is
-    noted in that graph: it keeps the communicator's resources, and
-    ``ncclCommDestroy`` waits for such a graph (and every executable graph made from
-    it) to be destroyed, forever if one stays alive (measured with NCCL 2.28). So
-    :meth:`destroy` refuses while one lives, naming what to close. A capture begun
-    outside cudriver is not seen.
+    ``comm.rank``, ``comm.nranks``...), called as nccl4py documents it.
+
+    **The direct path.** The collectives :meth:`allreduce`, :meth:`reduce`,
+    :meth:`broadcast`, :meth:`allgather`, :meth:`reduce_scatter`, :meth:`alltoall`,
+    :meth:`send` and :meth:`recv`, given :class:`~cudriver.DeviceBuffer` objects and no
+    ``config``, read each buffer's address, element count and dtype from its fields
+    and call NCCL through nccl4py's bindings (``ncclAllReduce`` and the others, with
+    the GIL released), with the checks nccl4py makes (the buffers on the
+    communicator's device, equal dtypes, the counts each collective needs), raising
+    nccl4py's ``NcclInvalid`` as it does. Other buffers (CuPy and PyTorch arrays,
+    nccl4py buffers), a ``config``, or a dtype NCCL lacks go to nccl4py's own method.
+    Either way the collective is ordered on ``stream`` only (None: the legacy default
+    stream), as with nccl4py; a stream-ordered buffer used on another stream has that
+    use noted, so its ``close()`` frees it after the collective.
+
+    **Graphs.** A collective enqueued on a stream that captures into a cudriver graph
+    (``with stream.capture() as g``) is noted in that graph: it keeps the
+    communicator's resources, and ``ncclCommDestroy`` waits for such a graph (and
+    every executable graph made from it) to be destroyed, forever if one stays alive
+    (measured with NCCL 2.28). So :meth:`destroy` refuses while one lives, naming what
+    to close. A capture begun outside cudriver is not seen.
     """
 
     def __init__(self, comm: Any) -> None:
         self._comm = comm
         self._held: weakref.WeakSet[_Collective] = weakref.WeakSet()
+        self._fast: _Direct | bool | None = False  # False: not looked at yet
 
     @property
     def nccl(self) -> Any:
@@ -492,6 +582,259 @@ class Communicator:
         self.__dict__[name] = call
         return call
 
+    # -- the direct path ---------------------------------------------------------------------
+    def _direct(self) -> _Direct | None:
+        fast = self._fast
+        if fast is False:
+            fast = self._fast = _direct_of(self._comm)
+        if fast is not None and not self._comm._comm:
+            return None  # destroyed or aborted since: nccl4py's method says so
+        return fast  # type: ignore[return-value]
+
+    def _slow(self, name: str, *args: Any, **kwargs: Any) -> None:
+        """nccl4py's own method ``name``, with the capture note (and ``config`` if given)."""
+        if kwargs.get("config", 0) is None:
+            del kwargs["config"]
+        stream = kwargs.get("stream")
+        if stream is not None and capture.ACTIVE:
+            self._note(stream)
+        getattr(self._comm, name)(*args, **kwargs)
+
+    def _buffer(self, d: _Direct | None, buf: Any, role: str) -> tuple[int, int, int] | None:
+        """``(address, count, ncclDataType_t)`` of a DeviceBuffer; None for the slow path."""
+        if d is None or type(buf) is not DeviceBuffer:
+            return None
+        if buf._h is None:
+            buf._raise_closed()
+        dt = buf._dtype
+        if dt is None:
+            dt = _BYTES
+        codes = d.codes
+        code = codes.get(dt, -1)
+        if code == -1:
+            code = codes[dt] = _nccl_dtype(dt)
+        if code is None:
+            return None  # nccl4py names the dtype it cannot take
+        ctx = buf._context
+        if ctx not in d.contexts:
+            if ctx is None:
+                return None
+            ordinal = ctx.device.ordinal
+            if ordinal != d.device:
+                raise _invalid(
+                    f"{role} is on device {ordinal}, but communicator is on device "
+                    f"{d.device}. Buffers must be on the same device as the communicator."
+                )
+            d.contexts.add(ctx)
+        return buf._key, buf._nbytes // dt.itemsize, code
+
+    def _stream(self, stream: Any, bufs: tuple[Any, ...]) -> int:
+        """The stream's handle as an int (None: 0, the legacy stream); notes uses."""
+        if type(stream) is Stream:
+            h = stream._key
+            if stream._h is None:
+                stream._raise_closed()
+        elif stream is None:
+            h = 0
+        else:
+            h = int(raw_stream_handle(stream))
+        if capture.ACTIVE and stream is not None:
+            self._note(stream)
+        if h != 2:  # the per-thread stream of whichever thread frees: no use to note
+            for b in bufs:
+                if b._stream is not None and b._stream_int != h:
+                    b._note_use(h)
+        return h
+
+    def allreduce(
+        self, sendbuf: Any, recvbuf: Any, op: Any, *, stream: Any = None, config: Any = None
+    ) -> None:
+        """``ncclAllReduce``: reduce ``sendbuf`` over the ranks into each ``recvbuf``.
+
+        nccl4py's ``allreduce``; direct for DeviceBuffers (see the class). The count is
+        ``sendbuf``'s; ``recvbuf`` has at least as many elements of the same dtype.
+        Enqueues on ``stream`` and returns; allocates nothing.
+        """
+        d = self._direct() if config is None else None
+        s = self._buffer(d, sendbuf, "sendbuf")
+        r = self._buffer(d, recvbuf, "recvbuf") if s is not None else None
+        if d is None or s is None or r is None:
+            return self._slow("allreduce", sendbuf, recvbuf, op, stream=stream, config=config)
+        _same(s, r)
+        if r[1] < s[1]:
+            raise _invalid(
+                f"Buffer count mismatch: recvbuf must have at least {s[1]} elements, got {r[1]}"
+            )
+        h = self._stream(stream, (sendbuf, recvbuf))
+        d.call.all_reduce(s[0], r[0], s[1], s[2], int(op), self._comm._comm, h)
+
+    def reduce(
+        self,
+        sendbuf: Any,
+        recvbuf: Any,
+        op: Any,
+        root: int | None = None,
+        *,
+        stream: Any = None,
+        config: Any = None,
+    ) -> None:
+        """``ncclReduce`` to ``root`` (``ncclAllReduce`` when ``root`` is None).
+
+        nccl4py's ``reduce``; direct for DeviceBuffers (see the class). ``recvbuf`` is
+        read on the root only. Enqueues on ``stream`` and returns; allocates nothing.
+        """
+        if root is None:
+            return self.allreduce(sendbuf, recvbuf, op, stream=stream, config=config)
+        d = self._direct() if config is None else None
+        s = self._buffer(d, sendbuf, "sendbuf")
+        on_root = d is not None and root == d.rank
+        r = self._buffer(d, recvbuf, "recvbuf") if s is not None and on_root else None
+        if d is None or s is None or (on_root and r is None):
+            return self._slow("reduce", sendbuf, recvbuf, op, root, stream=stream, config=config)
+        if r is not None:
+            _same(s, r)
+            if r[1] < s[1]:
+                raise _invalid(
+                    f"Buffer count mismatch: recvbuf must have at least {s[1]} elements, got {r[1]}"
+                )
+        h = self._stream(stream, (sendbuf, recvbuf) if r is not None else (sendbuf,))
+        rptr = r[0] if r is not None else 0
+        d.call.reduce(s[0], rptr, s[1], s[2], int(op), int(root), self._comm._comm, h)
+
+    def broadcast(
+        self, sendbuf: Any, recvbuf: Any, root: int, *, stream: Any = None, config: Any = None
+    ) -> None:
+        """``ncclBroadcast`` from ``root``'s ``sendbuf`` into every ``recvbuf``.
+
+        nccl4py's ``broadcast``; direct for DeviceBuffers (see the class). ``sendbuf``
+        is read on the root only, where both have the same count and dtype. Enqueues
+        on ``stream`` and returns; allocates nothing.
+        """
+        d = self._direct() if config is None else None
+        r = self._buffer(d, recvbuf, "recvbuf")
+        on_root = d is not None and root == d.rank
+        s = self._buffer(d, sendbuf, "sendbuf") if r is not None and on_root else None
+        if d is None or r is None or (on_root and s is None):
+            return self._slow("broadcast", sendbuf, recvbuf, root, stream=stream, config=config)
+        if s is not None:
+            _same(s, r)
+            if r[1] != s[1]:
+                raise _invalid(
+                    f"Buffer count mismatch: recvbuf must have exactly {s[1]} elements, got {r[1]}"
+                )
+        h = self._stream(stream, (sendbuf, recvbuf) if s is not None else (recvbuf,))
+        sptr = s[0] if s is not None else 0
+        d.call.broadcast(sptr, r[0], r[1], r[2], int(root), self._comm._comm, h)
+
+    def allgather(
+        self, sendbuf: Any, recvbuf: Any, *, stream: Any = None, config: Any = None
+    ) -> None:
+        """``ncclAllGather``: every rank's ``sendbuf``, in rank order, into each ``recvbuf``.
+
+        nccl4py's ``allgather``; direct for DeviceBuffers (see the class). ``recvbuf``
+        holds at least ``nranks`` times ``sendbuf``'s count. Enqueues on ``stream`` and
+        returns; allocates nothing.
+        """
+        d = self._direct() if config is None else None
+        s = self._buffer(d, sendbuf, "sendbuf")
+        r = self._buffer(d, recvbuf, "recvbuf") if s is not None else None
+        if d is None or s is None or r is None:
+            return self._slow("allgather", sendbuf, recvbuf, stream=stream, config=config)
+        _same(s, r)
+        want = d.nranks * s[1]
+        if r[1] < want:
+            raise _invalid(
+                f"Buffer count mismatch: recvbuf must have at least {want} elements "
+                f"(nranks * sendcount), got {r[1]}"
+            )
+        h = self._stream(stream, (sendbuf, recvbuf))
+        d.call.all_gather(s[0], r[0], s[1], s[2], self._comm._comm, h)
+
+    def reduce_scatter(
+        self, sendbuf: Any, recvbuf: Any, op: Any, *, stream: Any = None, config: Any = None
+    ) -> None:
+        """``ncclReduceScatter``: the reduction, rank ``i`` receiving its ``i``-th part.
+
+        nccl4py's ``reduce_scatter``; direct for DeviceBuffers (see the class). Each
+        part is ``sendbuf``'s count over ``nranks``; ``recvbuf`` holds at least one.
+        Enqueues on ``stream`` and returns; allocates nothing.
+        """
+        d = self._direct() if config is None else None
+        s = self._buffer(d, sendbuf, "sendbuf")
+        r = self._buffer(d, recvbuf, "recvbuf") if s is not None else None
+        if d is None or s is None or r is None:
+            return self._slow("reduce_scatter", sendbuf, recvbuf, op, stream=stream, config=config)
+        _same(s, r)
+        part = s[1] // d.nranks
+        if part < 1:
+            raise _invalid(
+                f"Buffer count mismatch: sendbuf must have at least {d.nranks} elements "
+                f"(nranks), got {s[1]}"
+            )
+        if r[1] < part:
+            raise _invalid(
+                f"Buffer count mismatch: recvbuf must have at least {part} elements "
+                f"(sendcount / nranks), got {r[1]}"
+            )
+        h = self._stream(stream, (sendbuf, recvbuf))
+        d.call.reduce_scatter(s[0], r[0], part, s[2], int(op), self._comm._comm, h)
+
+    def alltoall(
+        self, sendbuf: Any, recvbuf: Any, *, stream: Any = None, config: Any = None
+    ) -> None:
+        """``ncclAlltoAll``: part ``j`` of each rank's ``sendbuf`` to rank ``j``.
+
+        nccl4py's ``alltoall``; direct for DeviceBuffers (see the class). Each part is
+        ``sendbuf``'s count over ``nranks``; ``recvbuf`` holds at least ``sendbuf``'s
+        count. Enqueues on ``stream`` and returns; allocates nothing.
+        """
+        d = self._direct() if config is None else None
+        s = self._buffer(d, sendbuf, "sendbuf")
+        r = self._buffer(d, recvbuf, "recvbuf") if s is not None else None
+        if d is None or s is None or r is None:
+            return self._slow("alltoall", sendbuf, recvbuf, stream=stream, config=config)
+        _same(s, r)
+        part = s[1] // d.nranks
+        if part < 1:
+            raise _invalid(
+                f"Buffer count mismatch: sendbuf must have at least {d.nranks} elements "
+                f"(nranks), got {s[1]}"
+            )
+        if r[1] < s[1]:
+            raise _invalid(
+                f"Buffer count mismatch: recvbuf must have at least {s[1]} elements "
+                f"(nranks * count), got {r[1]}"
+            )
+        h = self._stream(stream, (sendbuf, recvbuf))
+        d.call.allto_all(s[0], r[0], part, s[2], self._comm._comm, h)
+
+    def send(self, sendbuf: Any, peer: int, *, stream: Any = None) -> None:
+        """``ncclSend`` of ``sendbuf`` to rank ``peer`` (which calls :meth:`recv`).
+
+        nccl4py's ``send``; direct for a DeviceBuffer (see the class). Enqueues on
+        ``stream`` and returns; allocates nothing.
+        """
+        d = self._direct()
+        s = self._buffer(d, sendbuf, "sendbuf")
+        if d is None or s is None:
+            return self._slow("send", sendbuf, peer, stream=stream)
+        h = self._stream(stream, (sendbuf,))
+        d.call.send(s[0], s[1], s[2], int(peer), self._comm._comm, h)
+
+    def recv(self, recvbuf: Any, peer: int, *, stream: Any = None) -> None:
+        """``ncclRecv`` into ``recvbuf`` from rank ``peer`` (which calls :meth:`send`).
+
+        nccl4py's ``recv``; direct for a DeviceBuffer (see the class). Enqueues on
+        ``stream`` and returns; allocates nothing.
+        """
+        d = self._direct()
+        r = self._buffer(d, recvbuf, "recvbuf")
+        if d is None or r is None:
+            return self._slow("recv", recvbuf, peer, stream=stream)
+        h = self._stream(stream, (recvbuf,))
+        d.call.recv(r[0], r[1], r[2], int(peer), self._comm._comm, h)
+
+    # -- graphs ------------------------------------------------------------------------------
     def _note(self, stream: Any) -> None:
         """Keep a mark in the cudriver graph that ``stream`` captures into, if any."""
         try:
