@@ -77,6 +77,7 @@ LAYERS: list[list[str]] = [
         "_memory._copy",
         "_memory._ordered",
         "_memory._core",
+        "_memory._dlpack_core",
         "_memory._dlpack",
         "_memory.strided",
         "_memory.memory",

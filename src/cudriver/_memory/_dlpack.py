@@ -5,20 +5,13 @@ Producing. :func:`export` describes a buffer's memory, without copying, as a
 1.0 (``"dltensor_versioned"``) when the consumer passes ``max_version >= (1, 0)``,
 after making the consumer's stream wait for the buffer's own (the array API rule).
 
-What an export keeps alive. The C structs, the shape and strides arrays and a lease
-on the buffer live in an ``_Export`` record in ``_exports`` under an integer key, the
-value of ``manager_ctx`` (never a pointer to a Python object). The deleter, one
-module-level ctypes callback per struct kind kept for the life of the process, checks
-that its pointer is a live export (``_live``, without reading through it), takes the
-record by the key in ``manager_ctx`` and drops it, lease included. A second or stale
-call finds nothing and goes to :data:`sys.unraisablehook`. The capsule's destructor
-(another such callback) calls the deleter when no consumer took the tensor.
-
-A ctypes callback cannot keep an exception that was propagating when C code called
-it: CPython reports a callback that returns with one set. So when an unconsumed
-capsule dies during an exception (a consumer failing with the capsule on its C
-stack), the deleter still runs, that exception goes to :data:`sys.unraisablehook` and
-the consumer's call ends in a ``SystemError``.
+What an export keeps alive. The capsule is made in C (``_dlpack_core``): one block
+holds the managed struct, the shape and the strides; ``manager_ctx`` is an integer key
+under which the registry keeps a lease on the buffer. The deleter, a C function,
+checks that its pointer is a live export (without reading through it), frees the block
+and drops the lease; a second or stale call finds nothing and goes to
+:data:`sys.unraisablehook`. The capsule's destructor calls it when no consumer took
+the tensor, keeping an exception that was propagating in its caller.
 
 Consuming. :func:`import_buffer` asks the producer for a capsule ordered on the
 consumer's stream, checks all it describes before consuming it (a refused capsule is
@@ -33,12 +26,9 @@ when the buffer and its views are gone (never in a forked child or at exit).
 from __future__ import annotations
 
 import ctypes
-import functools
-import itertools
 import math
 import os
 import sys
-import threading
 from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
@@ -49,6 +39,7 @@ from .._lifetime import _hostfn
 from .._lifetime._coerce import U64_LIMIT, DeviceMemory, Memory, StreamLike, stream_handle
 from .._runtime import _calls
 from ..errors import DriverNotFoundError
+from . import _dlpack_core as _core
 from ._copy import order_after
 
 __all__ = [
@@ -186,15 +177,10 @@ def _capi(name: str, restype: Any, *argtypes: Any) -> Any:
     return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
 
 
-_PyCapsule_New = _capi("PyCapsule_New", _O, _P, _S, _P)
 # On a live capsule (a Python object) ...
 _IsValid = _capi("PyCapsule_IsValid", ctypes.c_int, _O, _S)
 _GetPointer = _capi("PyCapsule_GetPointer", _P, _O, _S)
 _SetName = _capi("PyCapsule_SetName", ctypes.c_int, _O, _S)
-# ... and on one being destroyed (its address: no reference may be taken any more).
-_IsValidAt = _capi("PyCapsule_IsValid", ctypes.c_int, _P, _S)
-_GetPointerAt = _capi("PyCapsule_GetPointer", _P, _P, _S)
-_PyErr_Occurred = _capi("PyErr_Occurred", _P)
 
 # Capsule names: module constants, since a capsule keeps only a pointer to its name.
 _LEGACY_NAME = b"dltensor"
@@ -205,112 +191,17 @@ _USED_VERSIONED_NAME = b"used_dltensor_versioned"
 _DELETER_T = ctypes.CFUNCTYPE(None, _P)
 
 
-# -- the registry of live exports -----------------------------------------------------------
-#: key (what ``manager_ctx`` holds) -> what the consumer may use until it calls the
-#: deleter: the managed struct, its shape and strides arrays, and a lease on the buffer
-#: (or whatever ``make_capsule`` was given to keep).
-_exports: dict[int, tuple[_Managed, Any, Any, object]] = {}
-#: addresses of the live managed structs: the deleter checks the pointer it is given
-#: here before reading through it.
-_live: set[int] = set()
-_keys = itertools.count(1)
-# Reentrant: dropping a record can collect objects whose finalisers end other exports.
-_lock = threading.RLock()
-
-
-def registry_size() -> int:
-    """How many exports wait for their deleter (for tests)."""
-    return len(_exports)
+# -- the registry of live exports (kept by _dlpack_core) -----------------------------------
+registry_size = _core.registry_size
 
 
 def _report(exc: BaseException, msg: str) -> None:
     _hostfn._unraisable(exc, msg, None)
 
 
-def _in_flight() -> BaseException | None:
-    """Take the exception the C caller of a callback had set, if any (see above).
-
-    Calling any Python C API function through ``PYFUNCTYPE`` raises it here, which
-    clears it, so the callback can then run normally.
-    """
-    try:
-        _PyErr_Occurred()
-    except BaseException as exc:
-        return exc
-    return None
-
-
-def _release(ptr: int, versioned: bool) -> None:
-    """End the export whose managed struct is at ``ptr``: drop its record."""
-    with _lock:
-        if ptr not in _live:
-            rec = None
-        else:
-            _live.discard(ptr)
-            kind = DLManagedTensorVersioned if versioned else DLManagedTensor
-            rec = _exports.pop(kind.from_address(ptr).manager_ctx or 0, None)
-    if rec is None:
-        raise LookupError(
-            f"DLPack deleter called for {ptr:#x}, which is not a live cudriver export "
-            "(a second call, or a pointer cudriver never exported); nothing was done"
-        )
-    # The record goes here, outside the lock: its lease may queue the buffer's release.
-
-
-def _deleter(ptr: int | None, versioned: bool) -> None:
-    pending = _in_flight()
-    try:
-        if not ptr:
-            raise ValueError("DLPack deleter called with a NULL tensor; nothing was done")
-        _release(ptr, versioned)
-    except BaseException as exc:
-        _report(exc, "Exception ignored in the cudriver DLPack deleter")
-    if pending is not None:
-        _report(
-            pending,
-            "Exception lost while the cudriver DLPack deleter ran (a ctypes callback cannot "
-            "keep the exception that was propagating in its caller)",
-        )
-
-
-def _capsule_destroyed(capsule: int | None) -> None:
-    """The capsule destructor: call the deleter if no consumer took the tensor."""
-    pending = _in_flight()
-    try:
-        if capsule:
-            for name, versioned in ((_LEGACY_NAME, False), (_VERSIONED_NAME, True)):
-                if _IsValidAt(capsule, name):
-                    _release(_GetPointerAt(capsule, name), versioned)
-                    break
-    except BaseException as exc:
-        _report(exc, "Exception ignored in the cudriver DLPack capsule destructor")
-    if pending is not None:
-        _report(
-            pending,
-            "Exception lost while an unconsumed DLPack capsule was destroyed (a ctypes "
-            "callback cannot keep the exception that was propagating; its consumer's call "
-            "ends in a SystemError)",
-        )
-
-
-# Kept for the life of the process: structs and capsules hold their addresses.
-_LEGACY_DELETER = _DELETER_T(functools.partial(_deleter, versioned=False))
-_VERSIONED_DELETER = _DELETER_T(functools.partial(_deleter, versioned=True))
-_CAPSULE_DESTRUCTOR = _DELETER_T(_capsule_destroyed)
-_LEGACY_DELETER_ADDR = ctypes.cast(_LEGACY_DELETER, _P).value
-_VERSIONED_DELETER_ADDR = ctypes.cast(_VERSIONED_DELETER, _P).value
-_CAPSULE_DESTRUCTOR_ADDR = ctypes.cast(_CAPSULE_DESTRUCTOR, _P).value
-
-
-def _after_fork_in_child() -> None:
-    # Only the lock is replaced (the parent's may have been held at the fork). The
-    # records stay: a consumer in the child may still read a struct or call a deleter,
-    # and what they hold releases nothing there (releases check the pid).
-    global _lock
-    _lock = threading.RLock()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+_core._report = _report
+#: The deleters' addresses, as exported structs hold them.
+_LEGACY_DELETER_ADDR, _VERSIONED_DELETER_ADDR = _core.deleter_addresses()
 
 
 # -- dtypes, devices, arguments -------------------------------------------------------------
@@ -343,6 +234,20 @@ def dl_dtype(dtype: np.dtype[Any]) -> tuple[int, int, int]:
     if (code, bits) not in _TO_NUMPY:
         raise BufferError(f"dtype {dt} ({bits} bits) has no DLPack equivalent")
     return code, bits, 1
+
+
+#: dtype -> (code, bits, lanes), for the dtypes exported so far.
+_CODES: dict[np.dtype[Any], tuple[int, int, int]] = {}
+
+
+def _dl_code(dtype: np.dtype[Any]) -> tuple[int, int, int]:
+    """:func:`dl_dtype`, remembered per dtype."""
+    hit = _CODES.get(dtype)
+    if hit is None:
+        hit = dl_dtype(dtype)
+        if isinstance(dtype, np.dtype) and len(_CODES) < 1024:
+            _CODES[dtype] = hit
+    return hit
 
 
 def numpy_dtype(code: int, bits: int, lanes: int) -> np.dtype[Any]:
@@ -430,6 +335,9 @@ def device(buf: Memory) -> tuple[int, int]:
 
 
 def _layout(buf: Memory) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    dt, shape = getattr(buf, "_dtype", None), getattr(buf, "_shape", None)
+    if dt is not None and shape is not None:  # a typed device buffer's, checked when set
+        return dt, shape
     dt = np.dtype(getattr(buf, "dtype", _U8))
     shape = tuple(int(d) for d in getattr(buf, "shape", (buf._nbytes,)))
     if math.prod(shape) * dt.itemsize != buf._nbytes:
@@ -476,8 +384,8 @@ def export(
     """
     if buf._h is None:
         buf._raise_closed()
-    queue = _stream_arg(stream)
-    versioned = _versioned(max_version)
+    queue = 1 if stream is None else _stream_arg(stream)
+    versioned = False if max_version is None else _versioned(max_version)
     if copy is True:
         raise BufferError(
             "copy=True: cudriver exports its buffers in place and never copies; copy the "
@@ -486,7 +394,7 @@ def export(
     if copy is not None and copy is not False:
         raise TypeError(f"copy must be True, False or None, not {copy!r}")
     dt, shape = _layout(buf)
-    dl_dtype(dt)  # refuse what DLPack cannot describe before touching anything
+    code, bits, _ = _dl_code(dt)  # refuse what DLPack cannot describe before anything
     own = device(buf)
     target = own
     if dl_device is not None:
@@ -501,11 +409,14 @@ def export(
     lease = buf._lease()
     if queue != -1 and isinstance(buf, DeviceMemory):
         _order(buf, queue)
-    return make_capsule(buf._key, target, dt, shape, versioned=versioned, keep=lease)
+    shape = shape if type(shape) is tuple else tuple(shape)
+    return _core.capsule(buf._key, target[0], target[1], code, bits, shape, versioned, lease)
 
 
 def _order(buf: DeviceMemory, queue: int) -> None:
     """Make the consumer's stream wait for ``buf``'s own stream, and note its use."""
+    if getattr(buf, "_stream", True) is None:
+        return  # not stream-ordered: nothing to wait for, no use to note
     q = _drv.CUstream(queue)
     other = buf._producer_stream()
     if other is not None:
@@ -530,46 +441,14 @@ def make_capsule(
 ) -> Any:
     """A C-contiguous DLPack capsule over ``address``; ``keep`` lives until the deleter.
 
-    The record (structs, shape and strides, ``keep``) is registered before the
-    capsule exists and dropped by the deleter, or by the capsule's destructor when no
-    consumer took it.
+    The record (a lease, or whatever ``keep`` is) is registered before the capsule
+    exists and dropped by the deleter, or by the capsule's destructor when no consumer
+    took it. ``BufferError`` for a dtype DLPack lacks.
     """
-    code, bits, lanes = dl_dtype(dtype)
-    ndim = len(shape)
-    shape_arr = (ctypes.c_int64 * max(ndim, 1))(*shape)
-    strides_arr = (ctypes.c_int64 * max(ndim, 1))(*_c_strides(shape))
-    key = next(_keys)
-    managed: _Managed
-    if versioned:
-        managed = DLManagedTensorVersioned()
-        managed.version.major, managed.version.minor = VERSION
-        managed.flags = 0
-        managed.deleter = _VERSIONED_DELETER_ADDR
-        name = _VERSIONED_NAME
-    else:
-        managed = DLManagedTensor()
-        managed.deleter = _LEGACY_DELETER_ADDR
-        name = _LEGACY_NAME
-    managed.manager_ctx = key
-    t = managed.dl_tensor  # a view into managed's own memory
-    t.data = address
-    t.device.device_type, t.device.device_id = dl_device
-    t.ndim = ndim
-    t.dtype.code, t.dtype.bits, t.dtype.lanes = code, bits, lanes
-    t.shape = ctypes.addressof(shape_arr)
-    t.strides = ctypes.addressof(strides_arr)
-    t.byte_offset = 0
-    ptr = ctypes.addressof(managed)
-    with _lock:
-        _exports[key] = (managed, shape_arr, strides_arr, keep)
-        _live.add(ptr)
-    try:
-        return _PyCapsule_New(ptr, name, _CAPSULE_DESTRUCTOR_ADDR)
-    except BaseException:
-        with _lock:
-            _live.discard(ptr)
-            _exports.pop(key, None)
-        raise
+    code, bits, _ = _dl_code(dtype)
+    return _core.capsule(
+        address, dl_device[0], dl_device[1], code, bits, tuple(shape), versioned, keep
+    )
 
 
 class Producer(Memory):
