@@ -11,6 +11,7 @@ import io
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,14 @@ GiB = 2**30
 MiB = 2**20
 UUID0 = "GPU-11111111-2222-3333-4444-555555555555"
 UUID1 = "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+BUS0, BUS1 = "00000000:19:00.0", "00000000:1A:00.0"  # the fake GPUs' own bus ids
+
+# An NVLink of the fake: (nvmlEnableState_t, the remote end's bus id, its
+# nvmlIntNvLinkDeviceType_t); an int in its place is the status its state read raises.
+Link = tuple[int, str | bytes, int]
+TO_GPU0, TO_GPU1 = (1, BUS0, 0), (1, BUS1, 0)
+TO_SWITCH = (1, "00000000:05:00.0", 2)  # NVML_NVLINK_DEVICE_TYPE_SWITCH
+OFF = (0, BUS1, 0)  # a link NVML reports disabled
 
 
 # -- a fake cuda.bindings.nvml ---------------------------------------------------------------
@@ -50,7 +59,11 @@ class FakeNvml:
     """The NVML functions cudriver calls, for two GPUs (handles 100 and 101).
 
     ``refuse`` maps a function name to the status it raises (on every GPU, or only on
-    the handles given in ``only``).
+    the handles given in ``only``). ``nvlinks`` maps a handle to its NVLinks (a
+    :data:`Link`, or the status reading that link's state raises; past the last,
+    ``NVML_ERROR_INVALID_ARGUMENT``), or to None for a GPU without NVLink (its link 0:
+    ``NVML_ERROR_NOT_SUPPORTED``), as the two GPUs have by default. ``calls`` counts the
+    NVLink calls by function name.
     """
 
     def __init__(self, refuse: dict[str, int] | None = None, only: tuple[int, ...] = ()):
@@ -58,6 +71,8 @@ class FakeNvml:
         self.only = only
         self.inits = 0
         self.lock = threading.Lock()
+        self.nvlinks: dict[int, list[Link | int] | None] = {100: None, 101: None}
+        self.calls: dict[str, int] = {}
 
     def _check(self, name: str, handle: int | None = None) -> None:
         status = self.refuse.get(name)
@@ -173,6 +188,33 @@ class FakeNvml:
         if index == 3:  # atomics
             raise FakeNvmlError(3, "Not Supported")
         return 5 if index == 2 else 0  # NVLink: NVML_P2P_STATUS_NOT_SUPPORTED
+
+    def _link(self, name: str, h: int, link: int) -> Link:
+        self._check(name, h)
+        self.calls[name] = self.calls.get(name, 0) + 1
+        assert 0 <= link < 18, link  # NVML_NVLINK_MAX_LINKS
+        links = self.nvlinks[h]
+        if links is None:
+            raise FakeNvmlError(3, "Not Supported")
+        if link >= len(links):
+            raise FakeNvmlError(2, "Invalid Argument")
+        entry = links[link]
+        if isinstance(entry, int):
+            raise FakeNvmlError(entry, f"{name}: refused ({entry})")
+        return entry
+
+    def device_get_nvlink_state(self, h: int, link: int) -> int:
+        return self._link("device_get_nvlink_state", h, link)[0]
+
+    def device_get_nvlink_remote_pci_info_v2(self, h: int, link: int) -> Any:
+        state, bus, _ = self._link("device_get_nvlink_remote_pci_info_v2", h, link)
+        assert state == 1  # asked of active links only
+        return SimpleNamespace(bus_id=bus)
+
+    def device_get_nvlink_remote_device_type(self, h: int, link: int) -> int:
+        state, _, kind = self._link("device_get_nvlink_remote_device_type", h, link)
+        assert state == 1
+        return kind
 
 
 @pytest.fixture
@@ -304,7 +346,12 @@ def test_system_info_reads_every_field(fake_nvml: FakeNvml) -> None:
     assert set(info.topology) == {(0, 1), (1, 0)}
     t = info.topology[0, 1]
     assert t == cu.TopologyInfo(
-        level="HOSTBRIDGE", p2p_read=True, p2p_write=True, p2p_nvlink=False, p2p_atomics=None
+        level="HOSTBRIDGE",
+        p2p_read=True,
+        p2p_write=True,
+        p2p_nvlink=False,
+        p2p_atomics=None,
+        nvlinks=None,  # no NVLink: NOT_SUPPORTED on link 0
     )
     assert t.description == "behind one PCIe host bridge"
     assert info.topology[1, 0] == t
@@ -332,10 +379,14 @@ def test_refused_readings_are_none(fake_nvml: FakeNvml, status: int) -> None:
         "device_get_mig_mode",
         "device_get_topology_common_ancestor",
         "device_get_p2p_status",
+        "device_get_nvlink_state",
+        "device_get_nvlink_remote_pci_info_v2",
+        "device_get_nvlink_remote_device_type",
         "system_get_cuda_driver_version_v2",
     ]:
         fake_nvml.refuse[name] = status
     fake_nvml.only = ()
+    fake_nvml.nvlinks = {100: [TO_GPU1], 101: [TO_GPU0]}
     info = cu.system_info()
     assert info.cuda_driver_version is None
     for g in info.gpus:
@@ -400,12 +451,174 @@ def test_without_a_driver_nvml_says_so() -> None:
     assert str(info.value).startswith("nvmlInit_v2 failed: NVML_ERROR_")
 
 
+# -- NVLinks ---------------------------------------------------------------------------------
+
+
+def _nvlinks(info: cu.SystemInfo) -> tuple[int | None, int | None]:
+    return info.topology[0, 1].nvlinks, info.topology[1, 0].nvlinks
+
+
+def test_nvlinks_between_two_gpus_are_counted(fake_nvml: FakeNvml) -> None:
+    fake_nvml.nvlinks = {
+        100: [
+            TO_GPU1,
+            OFF,  # disabled: not counted
+            (1, b"0000:1a:00.0", 0),  # bytes, a 4-digit domain, lower case: GPU 1 still
+            (1, "00000000:99:00.0", 0),  # a GPU NVML does not list here
+        ],  # then INVALID_ARGUMENT: the GPU has 4 links
+        101: [(1, "0000:19:00.0", 0), TO_GPU0],
+    }
+    info = cu.system_info()
+    assert _nvlinks(info) == (2, 2)
+    assert info.topology[0, 1] == cu.TopologyInfo(
+        level="HOSTBRIDGE",
+        p2p_read=True,
+        p2p_write=True,
+        p2p_nvlink=False,
+        p2p_atomics=None,
+        nvlinks=2,
+    )
+    # Read once per GPU, not per pair: 5 + 3 states, the 3 + 2 active links' remote ends.
+    assert fake_nvml.calls == {
+        "device_get_nvlink_state": 8,
+        "device_get_nvlink_remote_device_type": 5,
+        "device_get_nvlink_remote_pci_info_v2": 5,
+    }
+    assert [e["nvlinks"] for e in info.to_dict()["topology"]] == [2, 2]
+    lines = system.format_system(info)
+    assert lines[-4:-1] == [
+        "          GPU0     GPU1",
+        "    GPU0  X        NV2 rw-",
+        "    GPU1  NV2 rw-  X",
+    ]
+    fake_nvml.calls.clear()
+    assert cu.system_info(topology=False).topology == {}
+    assert fake_nvml.calls == {}  # no topology, no NVLink reads
+
+
+def test_nvlinks_through_nvswitches(fake_nvml: FakeNvml) -> None:
+    # GPU 0: all 18 links (the scan stops there), 16 to switches and 2 to GPU 1; GPU 1:
+    # 2 to GPU 0, 12 to switches, one disabled. A switch joins the two by the fewer of
+    # their switch links, as nvidia-smi counts: 2 + min(16, 12) both ways.
+    fake_nvml.nvlinks = {
+        100: [TO_SWITCH] * 16 + [TO_GPU1] * 2,
+        101: [TO_GPU0] * 2 + [TO_SWITCH] * 12 + [(0, "00000000:05:00.0", 2)],
+    }
+    info = cu.system_info()
+    assert _nvlinks(info) == (14, 14)
+    assert fake_nvml.calls["device_get_nvlink_state"] == 18 + 16
+    # The remote PCI info of a link to a switch is not needed.
+    assert fake_nvml.calls["device_get_nvlink_remote_pci_info_v2"] == 4
+    assert "    GPU0  X         NV14 rw-" in system.format_system(info)
+    # Only switch links (an HGX board): every pair has as many NVLinks as each GPU.
+    fake_nvml.nvlinks = {100: [TO_SWITCH] * 18, 101: [TO_SWITCH] * 18}
+    assert _nvlinks(cu.system_info()) == (18, 18)
+
+
+@pytest.mark.parametrize("lacking", [True, False])
+def test_nvlinks_without_the_remote_device_type(
+    fake_nvml: FakeNvml, monkeypatch: pytest.MonkeyPatch, lacking: bool
+) -> None:
+    # Bindings without nvmlDeviceGetNvLinkRemoteDeviceType, or NVML refusing it: a link
+    # goes where its remote bus id says; a switch's is no GPU's, so only direct links count.
+    if lacking:
+        monkeypatch.setattr(FakeNvml, "device_get_nvlink_remote_device_type", None)
+    else:
+        fake_nvml.refuse["device_get_nvlink_remote_device_type"] = 3
+    fake_nvml.nvlinks = {100: [TO_SWITCH] * 6 + [TO_GPU1], 101: [TO_GPU0] + [TO_SWITCH] * 6}
+    assert _nvlinks(cu.system_info()) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("links", "expected", "states"),
+    [
+        (None, (0, None), 1),  # GPU 1 has no NVLink: NOT_SUPPORTED on link 0
+        ([4], (0, None), 1),  # NO_PERMISSION on link 0: no NVLink readings
+        ([2], (0, None), 1),  # INVALID_ARGUMENT on link 0: no links
+        ([OFF, OFF], (0, 0), 3),  # NVLink, none active
+        ([TO_GPU0, 3, TO_GPU0], (0, 1), 2),  # a refusal ends the scan
+        ([TO_SWITCH, TO_GPU0, 13, TO_SWITCH], (1, 2), 3),
+    ],
+)
+def test_nvlinks_of_a_gpu_with_few_or_none(
+    fake_nvml: FakeNvml, links: list[Link | int] | None, expected: tuple[int, ...], states: int
+) -> None:
+    fake_nvml.nvlinks = {100: [TO_SWITCH] * 4, 101: links}
+    info = cu.system_info()
+    assert _nvlinks(info) == expected
+    assert fake_nvml.calls["device_get_nvlink_state"] == 5 + states
+    # No NVLink between them: the PCIe common ancestor, as before.
+    if expected == (0, None):
+        lines = system.format_system(info)
+        assert lines[-3:-1] == ["    GPU0  X        PHB rw-", "    GPU1  PHB rw-  X"]
+
+
+def test_nvlinks_where_the_bindings_lack_nvlink(
+    fake_nvml: FakeNvml, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_nvml.nvlinks = {100: [TO_GPU1], 101: [TO_GPU0]}
+    for name in (
+        "device_get_nvlink_state",
+        "device_get_nvlink_remote_pci_info_v2",
+        "device_get_nvlink_remote_device_type",
+    ):
+        monkeypatch.setattr(FakeNvml, name, None)
+    assert _nvlinks(cu.system_info()) == (None, None)
+
+
+def test_nvlinks_where_nvml_refuses_the_remote_end(fake_nvml: FakeNvml) -> None:
+    # An active link whose remote PCI info NVML refuses joins no GPU it could name.
+    fake_nvml.nvlinks = {100: [TO_GPU1, TO_GPU1], 101: [TO_GPU0, TO_GPU0]}
+    fake_nvml.refuse["device_get_nvlink_remote_pci_info_v2"] = 4
+    fake_nvml.only = (101,)
+    assert _nvlinks(cu.system_info()) == (2, 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "c_name"),
+    [
+        ("device_get_nvlink_state", "nvmlDeviceGetNvLinkState"),
+        ("device_get_nvlink_remote_device_type", "nvmlDeviceGetNvLinkRemoteDeviceType"),
+        ("device_get_nvlink_remote_pci_info_v2", "nvmlDeviceGetNvLinkRemotePciInfo_v2"),
+    ],
+)
+def test_other_nvlink_failures_raise(fake_nvml: FakeNvml, name: str, c_name: str) -> None:
+    fake_nvml.nvlinks = {100: [TO_GPU1], 101: [TO_GPU0]}
+    fake_nvml.refuse[name] = 15
+    with pytest.raises(cu.NvmlError) as info:
+        cu.system_info()
+    assert str(info.value).startswith(f"{c_name} failed: NVML_ERROR_GPU_IS_LOST (15): ")
+    assert info.value.func == c_name
+    assert cu.system_info(topology=False).gpus  # the GPUs alone read no NVLink
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("00000000:1A:00.0", (0, 0x1A, 0, 0)),
+        ("0000:1a:00.0", (0, 0x1A, 0, 0)),
+        (" 0001:C1:1f.7 ", (1, 0xC1, 0x1F, 7)),
+        ("1a:00.0", (0, 0x1A, 0, 0)),
+        ("", None),
+        (None, None),
+        ("n/a", None),
+        ("0000:1a:00", None),
+        ("0:0:1a:00.0", None),
+        ("0000:zz:00.0", None),
+    ],
+)
+def test_bus_ids_are_compared_as_numbers(text: str | None, key: tuple[int, ...] | None) -> None:
+    assert system._bus_key(text) == key
+
+
 # -- as text and JSON --------------------------------------------------------------------------
 
 
 def fabricated() -> cu.SystemInfo:
     """Two GPUs as a machine might have them: one busy, one not visible to CUDA."""
-    t = cu.TopologyInfo("NODE", p2p_read=True, p2p_write=True, p2p_nvlink=True, p2p_atomics=True)
+    t = cu.TopologyInfo(
+        "NODE", p2p_read=True, p2p_write=True, p2p_nvlink=True, p2p_atomics=True, nvlinks=18
+    )
     return cu.SystemInfo(
         driver_version="580.82.07",
         nvml_version="13.580.82.07",
@@ -450,17 +663,37 @@ SYSTEM_LINES = [
     "      memory n/a, utilization n/a% (memory n/a%), n/a C, power n/a / n/a W, Pn/a, MIG n/a",
     "      clocks MHz (now/max): graphics n/a/n/a, SM n/a/n/a, memory n/a/n/a",
     "      processes: none",
-    "  topology (common ancestor; P2P r=read w=write n=NVLink, -=no, ?=n/a):",
+    "  topology (NVLinks, else common ancestor; P2P r=read w=write n=NVLink, -=no, ?=n/a):",
     "          GPU0      GPU1",
-    "    GPU0  X         NODE rwn",
+    "    GPU0  X         NV18 rwn",
     "    GPU1  n/a ???   X",
-    "    BOARD one board, PIX one PCIe switch, PXB several switches, PHB one host bridge, "
-    "NODE one NUMA node, SYS across NUMA nodes",
+    "    NV# joined by # NVLinks, BOARD one board, PIX one PCIe switch, PXB several switches, "
+    "PHB one host bridge, NODE one NUMA node, SYS across NUMA nodes",
 ]
 
 
 def test_the_system_section() -> None:
     assert system.format_system(fabricated()) == SYSTEM_LINES
+
+
+def test_the_topology_matrix_draws_nvlinks_before_the_pcie_level() -> None:
+    def t(level: str | None, nvlinks: int | None) -> cu.TopologyInfo:
+        return cu.TopologyInfo(level, True, True, bool(nvlinks), None, nvlinks=nvlinks)
+
+    topology = {
+        (0, 1): t("SYSTEM", 4),  # NVLinks win over the PCIe path, as in nvidia-smi
+        (1, 0): t("SYSTEM", 4),
+        (0, 2): t("SYSTEM", 0),  # NVLink, but none to GPU 2: the PCIe level
+        (2, 0): t("SYSTEM", None),  # no NVLink readings: the PCIe level
+        (1, 2): t("SINGLE", 12),
+        (2, 1): t(None, None),
+    }
+    assert system._topology_lines([0, 1, 2], topology)[1:5] == [
+        "          GPU0      GPU1      GPU2",
+        "    GPU0  X         NV4 rwn   SYS rw-",
+        "    GPU1  NV4 rwn   X         NV12 rwn",
+        "    GPU2  SYS rw-   n/a rw-   X",
+    ]
 
 
 def test_one_gpu_has_no_topology_section() -> None:
@@ -496,6 +729,7 @@ def test_to_dict_is_json_ready() -> None:
             "p2p_write": True,
             "p2p_nvlink": True,
             "p2p_atomics": True,
+            "nvlinks": 18,
         },
         {
             "from": 1,
@@ -505,6 +739,7 @@ def test_to_dict_is_json_ready() -> None:
             "p2p_write": None,
             "p2p_nvlink": None,
             "p2p_atomics": None,
+            "nvlinks": None,
         },
     ]
 
@@ -772,18 +1007,49 @@ def test_every_visible_device_maps_to_one_gpu() -> None:
 _SMI_FIELDS = "uuid,name,memory.total,memory.used,temperature.gpu,power.limit"
 
 
-def _nvidia_smi() -> list[list[str]]:
+def _run_nvidia_smi(*args: str) -> str:
+    """``nvidia-smi``'s output for ``args``; the test skipped where it is not installed."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         pytest.skip("nvidia-smi is not installed")
-    out = subprocess.run(
-        [exe, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
+    return subprocess.run(
+        [exe, *args], capture_output=True, text=True, check=True, timeout=60
     ).stdout
+
+
+def _nvidia_smi() -> list[list[str]]:
+    out = _run_nvidia_smi(f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits")
     return [[f.strip() for f in line.split(",")] for line in out.strip().splitlines()]
+
+
+def _nvidia_smi_topology() -> dict[tuple[int, int], str]:
+    """``nvidia-smi topo -m``'s cell for each ordered pair of GPUs (``"NV18"``, ``"PHB"``).
+
+    Its ``GPU<k>`` is NVML's index k. The header row names the GPUs first, then NICs and
+    the affinity columns; each GPU's row has its cells in that order.
+    """
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", _run_nvidia_smi("topo", "-m"))
+    gpu = re.compile(r"GPU(\d+)")
+    columns: list[int] = []
+    cells: dict[tuple[int, int], str] = {}
+    for line in text.splitlines():
+        words = line.split()
+        if not columns:
+            if words and gpu.fullmatch(words[0]):  # the header: GPU0 GPU1 ... NIC0 CPU ...
+                for w in words:
+                    m = gpu.fullmatch(w)
+                    if m is None:
+                        break
+                    columns.append(int(m.group(1)))
+            continue
+        m = gpu.fullmatch(words[0]) if words else None
+        if m is None:
+            continue
+        i = int(m.group(1))
+        for j, cell in zip(columns, words[1 : 1 + len(columns)], strict=True):
+            if i != j:
+                cells[i, j] = cell
+    return cells
 
 
 def _number(text: str) -> float | None:
@@ -910,11 +1176,38 @@ def test_topology_has_an_entry_per_pair() -> None:
         assert info.topology[j, i].level == t.level
         for v in (t.p2p_read, t.p2p_write, t.p2p_nvlink, t.p2p_atomics):
             assert v is None or isinstance(v, bool)
+    for t in info.topology.values():
+        assert t.nvlinks is None or (isinstance(t.nvlinks, int) and t.nvlinks >= 0)
     text = "\n".join(system.format_system(info))
-    assert "topology (common ancestor;" in text
+    assert "topology (NVLinks, else common ancestor;" in text
     # GPUs that NVML says reach each other over NVLink are peers for CUDA too.
     devs = {g.nvml_index: g.cuda_ordinal for g in info.gpus}
     for (i, j), t in info.topology.items():
         a, b = devs[i], devs[j]
         if a is not None and b is not None and t.p2p_nvlink:
             assert cu.Device(a).can_access_peer(cu.Device(b))
+
+
+@pytest.mark.gpu
+def test_nvlinks_agree_with_nvidia_smi_topo() -> None:
+    # nvidia-smi topo -m's NV<n> is our nvlinks n; a PCIe cell (PHB, SYS, ...) is 0 or
+    # None (no NVLink readings), pair by pair.
+    info = cu.system_info()
+    if len(info.gpus) < 2:
+        pytest.skip(f"{len(info.gpus)} GPU: no pairs")
+    smi = _nvidia_smi_topology()
+    ours = {pair: t.nvlinks for pair, t in info.topology.items()}
+    pairs = set(smi) & set(ours)
+    assert pairs, (smi, ours)
+    for pair in sorted(pairs):
+        m = re.fullmatch(r"NV(\d+)", smi[pair])
+        if m is not None:
+            assert ours[pair] == int(m.group(1)), (pair, smi[pair], ours[pair])
+        else:
+            assert ours[pair] in (0, None), (pair, smi[pair], ours[pair])
+    # The matrix draws what nvidia-smi does.
+    lines = system._topology_lines(sorted({i for i, _ in info.topology}), info.topology)
+    for (i, j), cell in smi.items():
+        if cell.startswith("NV") and (i, j) in ours:
+            row = next(ln for ln in lines if ln.startswith(f"    GPU{i} "))
+            assert f"{cell} " in row

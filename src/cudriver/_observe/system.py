@@ -4,9 +4,9 @@
 NVIDIA Management Library's bindings, in cuda-bindings 12.9.6+ and 13.2.0+): the driver
 and NVML versions; per GPU its name, UUID, memory, utilization, temperature, power,
 clocks, performance state, the processes using it and its MIG mode; between GPUs their
-PCIe topology and peer-to-peer status. :func:`gpu_info` reads one GPU, given as a
-cudriver :class:`~cudriver.Device`. ``python -m cudriver info`` prints them (``--watch
-SECONDS`` refreshes them in place).
+PCIe topology, the NVLinks joining them and their peer-to-peer status. :func:`gpu_info`
+reads one GPU, given as a cudriver :class:`~cudriver.Device`. ``python -m cudriver
+info`` prints them (``--watch SECONDS`` refreshes them in place).
 
 No CUDA context is made: NVML needs none, and matching each NVML GPU to its
 :class:`~cudriver.Device` takes ``cuInit`` and ``cuDeviceGetUuid`` only. The match is by
@@ -90,6 +90,7 @@ _STATUS_NAMES: dict[int, str] = {
     30: "RESET_TYPE_NOT_SUPPORTED",
     999: "UNKNOWN",
 }
+INVALID_ARGUMENT = 2
 NOT_SUPPORTED = 3
 NO_PERMISSION = 4
 NOT_FOUND = 6
@@ -120,7 +121,7 @@ _CUDA_CODE: dict[int, str] = {
     NOT_FOUND: "CUDA_ERROR_NOT_FOUND",
     DRIVER_NOT_LOADED: "CUDA_ERROR_NO_DEVICE",
     LIBRARY_NOT_FOUND: "CUDA_ERROR_NO_DEVICE",
-    2: "CUDA_ERROR_INVALID_VALUE",
+    INVALID_ARGUMENT: "CUDA_ERROR_INVALID_VALUE",
 }
 
 # The C names of the bindings' functions cudriver calls, for messages.
@@ -155,6 +156,9 @@ _C_NAMES: dict[str, str] = {
     "device_get_mig_mode": "nvmlDeviceGetMigMode",
     "device_get_topology_common_ancestor": "nvmlDeviceGetTopologyCommonAncestor",
     "device_get_p2p_status": "nvmlDeviceGetP2PStatus",
+    "device_get_nvlink_state": "nvmlDeviceGetNvLinkState",
+    "device_get_nvlink_remote_pci_info_v2": "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+    "device_get_nvlink_remote_device_type": "nvmlDeviceGetNvLinkRemoteDeviceType",
 }
 
 # nvmlClockType_t, nvmlTemperatureSensors_t, nvmlGpuP2PCapsIndex_t and the other values of
@@ -166,6 +170,11 @@ _P2P_READ, _P2P_WRITE, _P2P_NVLINK, _P2P_ATOMICS = 0, 1, 2, 3
 _P2P_OK = 0
 _PSTATE_UNKNOWN = 32
 _MIG_ENABLE = 1
+# NVML_NVLINK_MAX_LINKS; nvmlEnableState_t's NVML_FEATURE_ENABLED (an active link);
+# nvmlIntNvLinkDeviceType_t's NVML_NVLINK_DEVICE_TYPE_SWITCH (GPU 0, IBMNPU 1, UNKNOWN 0xFF).
+_NVLINK_MAX_LINKS = 18
+_FEATURE_ENABLED = 1
+_NVLINK_DEVICE_SWITCH = 2
 #: NVML_VALUE_NOT_AVAILABLE of an unsigned long long (a process's memory NVML cannot see).
 _NOT_AVAILABLE = 2**64 - 1
 
@@ -368,7 +377,7 @@ class GpuInfo:
 
 @dataclass(frozen=True)
 class TopologyInfo:
-    """How one GPU reaches another: their common ancestor and peer-to-peer status.
+    """How one GPU reaches another: common ancestor, NVLinks and peer-to-peer status.
 
     Attributes
     ----------
@@ -382,6 +391,15 @@ class TopologyInfo:
         on the second's memory (``nvmlDeviceGetP2PStatus`` with
         ``NVML_P2P_CAPS_INDEX_READ``, ``_WRITE``, ``_NVLINK``, ``_ATOMICS``: status
         ``NVML_P2P_STATUS_OK``); None where NVML refuses.
+    nvlinks : int or None
+        The number of active NVLinks joining the first GPU to the second, as
+        ``nvidia-smi topo -m`` counts them (its ``NV#``): the first GPU's links whose
+        remote end is the second GPU (``nvmlDeviceGetNvLinkState``,
+        ``nvmlDeviceGetNvLinkRemotePciInfo_v2``, matched by PCI bus id), plus, where
+        both GPUs have links to NVSwitches (``nvmlDeviceGetNvLinkRemoteDeviceType``),
+        the smaller of their counts of such links. 0 where the first GPU has NVLink but
+        none reaches the second; None where NVML refuses the first GPU's NVLink state,
+        or the bindings lack those functions.
     """
 
     level: str | None
@@ -389,6 +407,7 @@ class TopologyInfo:
     p2p_write: bool | None = None
     p2p_nvlink: bool | None = None
     p2p_atomics: bool | None = None
+    nvlinks: int | None = None
 
     @property
     def description(self) -> str | None:
@@ -429,8 +448,8 @@ class SystemInfo:
         """A JSON-ready dict: the fields, each GPU a dict, the topology a list of dicts.
 
         Each topology entry is ``{"from": i, "to": j, "level": ..., "p2p_read": ...,
-        "p2p_write": ..., "p2p_nvlink": ..., "p2p_atomics": ...}``; the CUDA version is
-        ``"13.0"``.
+        "p2p_write": ..., "p2p_nvlink": ..., "p2p_atomics": ..., "nvlinks": ...}``; the
+        CUDA version is ``"13.0"``.
         """
         cuda = self.cuda_driver_version
         return {
@@ -447,6 +466,7 @@ class SystemInfo:
                     "p2p_write": t.p2p_write,
                     "p2p_nvlink": t.p2p_nvlink,
                     "p2p_atomics": t.p2p_atomics,
+                    "nvlinks": t.nvlinks,
                 }
                 for (i, j), t in sorted(self.topology.items())
             ],
@@ -700,9 +720,104 @@ def _p2p(nv: Any, a: int, b: int, index: int) -> bool | None:
     return None if status is None else int(status) == _P2P_OK
 
 
-def _topology(nv: Any, handles: Mapping[int, int]) -> dict[tuple[int, int], TopologyInfo]:
+_BusKey = tuple[int, int, int, int]
+
+
+def _bus_key(text: str | None) -> _BusKey | None:
+    """A PCI bus id's ``(domain, bus, device, function)``; None where it is not one.
+
+    ``"00000000:1A:00.0"`` and ``"0000:1a:00.0"`` are one key: NVML pads the domain to 8
+    or 4 digits depending on the call, and the hex digits' case varies.
+    """
+    if not text:
+        return None
+    head, _, function = text.strip().rpartition(".")
+    parts = head.split(":")
+    if len(parts) == 2:  # "BB:DD.F", no domain
+        parts.insert(0, "0")
+    if len(parts) != 3:
+        return None
+    try:
+        domain, bus, device = (int(p, 16) for p in parts)
+        return (domain, bus, device, int(function, 16))
+    except ValueError:
+        return None
+
+
+def _nvlink_ends(nv: Any, handle: int) -> tuple[dict[_BusKey, int], int] | None:
+    """Where one GPU's active NVLinks go: links per remote PCI bus id, and to NVSwitches.
+
+    For each link, up to ``NVML_NVLINK_MAX_LINKS``, ``nvmlDeviceGetNvLinkState``; a
+    refusal or ``NVML_ERROR_INVALID_ARGUMENT`` (a link past the GPU's last) ends the
+    scan. An active link's remote end is an NVSwitch where
+    ``nvmlDeviceGetNvLinkRemoteDeviceType`` says so, else the device of
+    ``nvmlDeviceGetNvLinkRemotePciInfo_v2``'s bus id. None where the state of link 0 is
+    refused (no NVLink, or no NVLink readings) or the bindings lack the call.
+    """
+    direct: dict[_BusKey, int] = {}
+    switch = 0
+    for link in range(_NVLINK_MAX_LINKS):
+        state = _read(
+            nv,
+            ("device_get_nvlink_state", (handle, link)),
+            refused=REFUSED | {INVALID_ARGUMENT},
+        )
+        if state is None:
+            if link == 0:
+                return None
+            break
+        if int(state) != _FEATURE_ENABLED:
+            continue
+        kind = _read(nv, ("device_get_nvlink_remote_device_type", (handle, link)))
+        if kind is not None and int(kind) == _NVLINK_DEVICE_SWITCH:
+            switch += 1
+            continue
+        pci = _read(nv, ("device_get_nvlink_remote_pci_info_v2", (handle, link)))
+        key = None if pci is None else _bus_key(_text(pci.bus_id))
+        if key is not None:
+            direct[key] = direct.get(key, 0) + 1
+    return direct, switch
+
+
+def _nvlinks(
+    nv: Any, handles: Mapping[int, int], bus_ids: Mapping[int, str | None]
+) -> dict[tuple[int, int], int | None]:
+    """The NVLinks joining each ordered pair of GPUs, read once per GPU.
+
+    GPU ``i`` to GPU ``j``: ``i``'s links whose remote end has ``j``'s bus id, plus the
+    smaller of the two GPUs' counts of links to NVSwitches (a switch joins every GPU
+    with links to it, as ``nvidia-smi topo -m`` counts). None where ``i`` has no NVLink
+    readings.
+    """
+    order = sorted(handles)
+    ends = {i: _nvlink_ends(nv, handles[i]) for i in order}
+    keys = {i: _bus_key(bus_ids.get(i)) for i in order}
+    out: dict[tuple[int, int], int | None] = {}
+    for i in order:
+        mine = ends[i]
+        for j in order:
+            if i == j:
+                continue
+            if mine is None:
+                out[i, j] = None
+                continue
+            direct, switch = mine
+            key = keys[j]
+            theirs = ends[j]
+            out[i, j] = (0 if key is None else direct.get(key, 0)) + (
+                0 if theirs is None else min(switch, theirs[1])
+            )
+    return out
+
+
+def _topology(
+    nv: Any, handles: Mapping[int, int], bus_ids: Mapping[int, str | None]
+) -> dict[tuple[int, int], TopologyInfo]:
     out: dict[tuple[int, int], TopologyInfo] = {}
     order = sorted(handles)
+    if len(order) < 2:
+        return out
+    nvlinks = _nvlinks(nv, handles, bus_ids)
     for i in order:
         for j in order:
             if i == j:
@@ -719,6 +834,7 @@ def _topology(nv: Any, handles: Mapping[int, int]) -> dict[tuple[int, int], Topo
                 p2p_write=_p2p(nv, a, b, _P2P_WRITE),
                 p2p_nvlink=_p2p(nv, a, b, _P2P_NVLINK),
                 p2p_atomics=_p2p(nv, a, b, _P2P_ATOMICS),
+                nvlinks=nvlinks[i, j],
             )
     return out
 
@@ -735,9 +851,10 @@ def system_info(*, topology: bool = True) -> SystemInfo:
 
     Calls ``nvmlInit_v2`` once per process, then the NVML queries each field of
     :class:`SystemInfo`, :class:`GpuInfo` and :class:`TopologyInfo` names (a few dozen
-    per GPU, and four ``nvmlDeviceGetP2PStatus`` per ordered pair of GPUs); and
-    ``cuInit`` and ``cuDeviceGetUuid`` of each visible device to find each GPU's
-    ``cuda_ordinal``. Nothing synchronises with the GPUs.
+    per GPU, and four ``nvmlDeviceGetP2PStatus`` per ordered pair of GPUs; with two GPUs
+    or more, per GPU up to 18 ``nvmlDeviceGetNvLinkState`` and one or two more calls per
+    active NVLink); and ``cuInit`` and ``cuDeviceGetUuid`` of each visible device to find
+    each GPU's ``cuda_ordinal``. Nothing synchronises with the GPUs.
 
     Parameters
     ----------
@@ -765,18 +882,24 @@ def system_info(*, topology: bool = True) -> SystemInfo:
             if exc.nvml_status != NO_PERMISSION:  # a GPU this process may not open
                 raise
     ordinals = _cuda_ordinals()
+    driver_version = _text(_call(nv, "system_get_driver_version"))
+    nvml_version = _text(_call(nv, "system_get_nvml_version"))
+    cuda_driver_version = _cuda_version(
+        _read(
+            nv,
+            ("system_get_cuda_driver_version_v2", ()),
+            ("system_get_cuda_driver_version", ()),
+        )
+    )
+    gpus = tuple(_gpu(nv, i, h, ordinals) for i, h in handles.items())
     return SystemInfo(
-        driver_version=_text(_call(nv, "system_get_driver_version")),
-        nvml_version=_text(_call(nv, "system_get_nvml_version")),
-        cuda_driver_version=_cuda_version(
-            _read(
-                nv,
-                ("system_get_cuda_driver_version_v2", ()),
-                ("system_get_cuda_driver_version", ()),
-            )
+        driver_version=driver_version,
+        nvml_version=nvml_version,
+        cuda_driver_version=cuda_driver_version,
+        gpus=gpus,
+        topology=(
+            _topology(nv, handles, {g.nvml_index: g.pci_bus_id for g in gpus}) if topology else {}
         ),
-        gpus=tuple(_gpu(nv, i, h, ordinals) for i, h in handles.items()),
-        topology=_topology(nv, handles) if topology else {},
     )
 
 
@@ -875,21 +998,23 @@ def _topology_lines(
                 cells[i, j] = "X"
             elif t is None:
                 cells[i, j] = "n/a"
+            elif t.nvlinks:  # as nvidia-smi topo -m: NVLinks before the PCIe path
+                cells[i, j] = f"NV{t.nvlinks} {_p2p_text(t)}"
             else:
                 level = "n/a" if t.level is None else _TOPOLOGY_SHORT.get(t.level, t.level)
                 cells[i, j] = f"{level} {_p2p_text(t)}"
     width = max(6, *(len(s) for s in cells.values())) + 2
     head = "".join(f"GPU{j}".ljust(width) for j in order)
     lines = [
-        "  topology (common ancestor; P2P r=read w=write n=NVLink, -=no, ?=n/a):",
+        "  topology (NVLinks, else common ancestor; P2P r=read w=write n=NVLink, -=no, ?=n/a):",
         f"    {'':6}{head}".rstrip(),
     ]
     for i in order:
         row = "".join(cells[i, j].ljust(width) for j in order)
         lines.append(f"    {f'GPU{i}':6}{row}".rstrip())
     lines.append(
-        "    BOARD one board, PIX one PCIe switch, PXB several switches, PHB one host "
-        "bridge, NODE one NUMA node, SYS across NUMA nodes"
+        "    NV# joined by # NVLinks, BOARD one board, PIX one PCIe switch, PXB several "
+        "switches, PHB one host bridge, NODE one NUMA node, SYS across NUMA nodes"
     )
     return lines
 
@@ -899,7 +1024,9 @@ def format_system(info: SystemInfo) -> list[str]:
 
     A heading with the versions, three or four lines per GPU (identity; memory,
     utilization, temperature, power, performance state and MIG mode; clocks;
-    processes), then the topology as a matrix (as ``nvidia-smi topo -m`` draws it).
+    processes), then the topology as a matrix (as ``nvidia-smi topo -m`` draws it:
+    ``NV18`` for GPUs joined by 18 NVLinks, else their PCIe common ancestor, ``PHB``,
+    ``SYS``, ...).
     """
     cuda = info.cuda_driver_version
     lines = [
