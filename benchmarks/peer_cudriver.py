@@ -143,13 +143,17 @@ class CudriverPeer(Peer):
         return Bench(per_call(self.stream.launch_host_func, (noop,)), self.sync)
 
     def op_host_func_100(self) -> Bench:
-        launch = self.stream.launch_host_func
+        launch_all = self.stream.launch_host_funcs
+        batch = (noop,) * HOST_FUNCS_PER_BATCH
 
         def body() -> None:
-            for _ in range(HOST_FUNCS_PER_BATCH):
-                launch(noop)
+            launch_all(batch)
 
-        return Bench(per_batch(body, self.sync), self.sync)
+        return Bench(
+            per_batch(body, self.sync),
+            self.sync,
+            f"one Stream.launch_host_funcs of {HOST_FUNCS_PER_BATCH} (the GIL released once)",
+        )
 
     def op_host_func_latency(self) -> Bench:
         stamps: list[int] = []

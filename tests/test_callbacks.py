@@ -261,6 +261,19 @@ def test_launch_host_func_checks_before_the_driver(fake_stream: cu.Stream) -> No
         s.launch_host_func(print)
 
 
+def test_launch_host_funcs_checks_every_item_before_the_driver(fake_stream: cu.Stream) -> None:
+    s = fake_stream
+    with pytest.raises(TypeError, match="item 1 is a int"):
+        s.launch_host_funcs([print, 5, print])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="not iterable"):
+        s.launch_host_funcs(5)  # type: ignore[arg-type]
+    s.close()
+    with pytest.raises(cu.ClosedError, match="Stream is closed"):
+        s.launch_host_funcs([print])
+    with pytest.raises(cu.ClosedError, match="Stream is closed"):
+        s.launch_host_funcs([])
+
+
 def test_unraisable_args_are_the_interpreters_type() -> None:
     t = _hostfn._unraisable_args_type()
     assert t is not None
@@ -455,3 +468,100 @@ def test_ten_thousand_host_funcs_in_order_without_growth(stream: cu.Stream) -> N
     gc.collect()
     assert registry_size() == reg
     assert len(gc.get_objects()) - objs < 50
+
+
+@pytest.mark.gpu
+def test_a_batch_runs_in_order_after_earlier_work_and_before_later(
+    stream: cu.Stream, mapped: Mapped
+) -> None:
+    seen: list[int] = []
+    base = registry_size()
+    stream.launch_host_func(seen.append, -1)
+    stream.launch_host_funcs(functools.partial(seen.append, i) for i in range(500))
+    stream.launch_host_funcs([])
+    stream.launch_host_func(seen.append, 500)
+    stream.write_value32((mapped, 4), 7)
+    stream.synchronize()
+    assert seen == list(range(-1, 501))
+    assert mapped.u32[1] == 7
+    assert registry_size() == base
+
+
+@pytest.mark.gpu
+def test_a_batch_holds_later_work_until_its_last_function_returns(
+    stream: cu.Stream, mapped: Mapped
+) -> None:
+    release = threading.Event()
+    stream.launch_host_funcs([lambda: None, lambda: release.wait(10), lambda: None])
+    stream.write_value32((mapped, 4), 3)
+    with blocked(stream, release.set):
+        assert mapped.u32[1] == 0
+    stream.synchronize()
+    assert mapped.u32[1] == 3
+
+
+@pytest.mark.gpu
+def test_errors_in_a_batch_are_raised_by_the_next_sync(stream: cu.Stream) -> None:
+    ran: list[int] = []
+
+    def boom(i: int) -> None:
+        ran.append(i)
+        raise ValueError(f"boom {i}")
+
+    stream.launch_host_funcs([functools.partial(boom, 0), lambda: ran.append(1),
+                              functools.partial(boom, 2)])  # fmt: skip
+    with pytest.raises(cu.HostCallbackError) as info:
+        stream.synchronize()
+    assert ran == [0, 1, 2]
+    assert [str(e) for e in info.value.errors] == ["boom 0", "boom 2"]
+    stream.synchronize()  # collected once
+
+
+@pytest.mark.gpu
+def test_a_captured_batch_replays_in_order_without_user_references(stream: cu.Stream) -> None:
+    seen: list[int] = []
+    base = registry_size()
+    with stream.capture() as g:
+        stream.launch_host_funcs(functools.partial(seen.append, i) for i in range(3))
+    exe = g.instantiate()
+    del g
+    gc.collect()
+    for _ in range(3):
+        exe.launch(stream)
+    stream.synchronize()
+    assert seen == [0, 1, 2] * 3
+    del exe
+    gc.collect()
+    stream.synchronize()
+    assert registry_size() == base
+
+
+@pytest.mark.gpu
+def test_batches_from_threads_with_collections_keep_each_order(ctx: cu.Context) -> None:
+    streams = [cu.Stream(non_blocking=True) for _ in range(4)]
+    seen: dict[int, list[int]] = {k: [] for k in range(4)}
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            s = streams[k]
+            for j in range(20):
+                s.launch_host_funcs(
+                    functools.partial(seen[k].append, j * 50 + i) for i in range(50)
+                )
+                if j % 5 == 0:
+                    gc.collect()
+            s.synchronize()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for s in streams:
+        s.synchronize()
+        s.close()
+    assert not errors, errors
+    assert all(seen[k] == list(range(1000)) for k in range(4))

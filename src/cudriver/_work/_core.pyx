@@ -10,6 +10,7 @@ arguments of the plain types (ints, cudriver buffers).
 """
 
 from libc.stdint cimport intptr_t, uint32_t, uint64_t, uintptr_t
+from libc.stdlib cimport free, malloc
 from posix.unistd cimport write
 
 from cudriver._lifetime._hostfn cimport trampoline
@@ -249,6 +250,93 @@ cdef class StreamCore(HandleRoot):
             _EAGER.pop(k, None)
             raise error(st, "cuLaunchHostFunc")
         _gate(self)  # the function may wait for the program
+
+    def launch_host_funcs(self, fns, /):
+        """Run each callable of ``fns`` in order on a driver thread, as one batch.
+
+        What :meth:`launch_host_func` does for each function (``cuLaunchHostFunc``),
+        with the GIL released once for the whole batch rather than once per function:
+        the driver thread runs the first functions while the later ones are being
+        enqueued, and the calling thread does not wait to get the GIL back between
+        them. Each function is called with no arguments (bind them with
+        ``functools.partial``); each keeps the rules of :meth:`launch_host_func`
+        (no CUDA calls inside, exceptions re-raised by the next ``synchronize()``).
+        Does not block and does not allocate device memory.
+
+        Inside a capture each function becomes a host node, in order, as
+        :meth:`launch_host_func` records it.
+
+        Raises
+        ------
+        TypeError
+            An item of ``fns`` is not callable; nothing was enqueued.
+        ClosedError
+            The stream is closed; nothing was enqueued.
+        CudaError
+            The driver refused an enqueue: the functions before it were enqueued and
+            will run, the rest were not (the exception's note says how many).
+        """
+        cdef CUresult st = SUCCESS
+        cdef int status = 0
+        cdef void* h
+        cdef Py_ssize_t i, n, done = 0
+        cdef uintptr_t* keys
+        calls = tuple(fns)
+        n = len(calls)
+        for i in range(n):
+            if not callable(calls[i]):
+                raise TypeError(
+                    f"launch_host_funcs needs callables; item {i} is a "
+                    f"{type(calls[i]).__name__}"
+                )
+        ctx = self._context
+        if (not fast() or self._h is None or p_launch_host_func == NULL
+                or p_is_capturing == NULL or ctx is None):
+            if self._h is None:
+                self._launch_host_func_slow(None)  # raises ClosedError
+            for fn in calls:
+                self._launch_host_func_slow(fn)
+            return
+        if n == 0:
+            return
+        h = <void*><uintptr_t>self._key
+        st = p_is_capturing(h, &status)
+        if st != SUCCESS:
+            raise error(st, "cuStreamIsCapturing")
+        if status != 0:  # captured: host nodes, each recorded with the graph
+            for fn in calls:
+                self._launch_host_func_slow(fn)
+            return
+        keys = <uintptr_t*>malloc(n * sizeof(uintptr_t))
+        if keys == NULL:
+            raise MemoryError("no host memory for a batch of host functions")
+        try:
+            stream_key = self._key or 1
+            ctx_key = (<HandleRoot>ctx)._key
+            for i in range(n):
+                k = next(_KEYS)
+                # Registered before the call: the driver thread may run it at once.
+                _EAGER[k] = (calls[i], (), {}, stream_key, ctx_key)
+                keys[i] = <uintptr_t>k
+            pin = _pin(self)
+            with nogil:
+                for i in range(n):
+                    st = p_launch_host_func(h, trampoline, <void*>keys[i])
+                    if st != SUCCESS:
+                        break
+                    done += 1
+            _unpin(pin)
+            for i in range(done, n):
+                _EAGER.pop(keys[i], None)
+        finally:
+            free(keys)
+        if done:
+            _gate(self)  # the functions may wait for the program
+        if st != SUCCESS:
+            exc = error(st, "cuLaunchHostFunc")
+            exc.add_note(f"{done} of {n} host functions were enqueued and will run; the "
+                         "rest were not")
+            raise exc
 
     def write_value32(self, addr, value, *, no_memory_barrier=False):
         """Write a 32-bit ``value`` to ``addr`` when the stream reaches this point.
