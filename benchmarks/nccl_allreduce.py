@@ -182,6 +182,10 @@ def _resolution(nccl: Any, cu: Any, has_cupy: bool) -> dict[str, float]:
     if has_cupy:
         arr = nccl.cupy.empty(256, np.float32)
         times["CuPy array"] = _per_call_us(lambda: NcclBuffer(arr))
+        times["CuPy __dlpack__() alone"] = _per_call_us(lambda: arr.__dlpack__())
+        times["CuPy __cuda_array_interface__ alone"] = _per_call_us(
+            lambda: arr.__cuda_array_interface__
+        )
     return times
 
 
@@ -210,6 +214,17 @@ def targets(
                 f"{ours[key]:.1f} GB/s against {best:.1f}",
             )
         )
+    for proto in ("__dlpack__()", "__cuda_array_interface__"):
+        theirs_key = f"CuPy {proto} alone"
+        if theirs_key in resolution:
+            mine, theirs = resolution[f"cudriver {proto} alone"], resolution[theirs_key]
+            out.append(
+                (
+                    f"DeviceBuffer.{proto.rstrip('()')} <= CuPy's",
+                    mine <= theirs,
+                    f"{mine:.2f} µs against {theirs:.2f}",
+                )
+            )
     if "CuPy array" in resolution:
         mine, theirs = resolution["cudriver DeviceBuffer"], resolution["CuPy array"]
         out.append(
