@@ -46,6 +46,9 @@ cdef dict _DEFAULTS = _DEFAULTS_DICT
 cdef object _OWNED = _owned  # weak values
 cdef object _CUdeviceptr = _drv.CUdeviceptr
 cdef object _SUCCESS_TUPLE = (_drv.CUresult.CUDA_SUCCESS,)  # a release's status
+# dtype -> (typestr, descr or None) for __cuda_array_interface__: numpy builds dtype.str
+# anew on each read.
+cdef dict _TYPESTR = {}
 
 cdef class MemFree(FastRelease):
     """The release of a ``cuMemAlloc`` buffer: ``cuMemFree`` with its context current.
@@ -343,6 +346,35 @@ cdef class BufferCore(HandleRoot):
             _unpin(pst)
             _unpin(sst)
 
+
+    @property
+    def __cuda_array_interface__(self):
+        """The CUDA Array Interface (version 3) of this buffer.
+
+        ``shape`` and ``typestr`` come from the remembered dtype (else ``(nbytes,)``
+        and ``"|u1"``); ``stream`` is the buffer's stream handle for stream-ordered
+        buffers (consumers synchronise with it), else None. A new dict on each read;
+        no driver call.
+        """
+        if self._h is None:
+            return self._raise_closed()
+        dt = self._dtype
+        shape = self._shape
+        if shape is None:
+            shape = (self._nbytes,)
+        if dt is None:
+            return {"version": 3, "shape": shape, "typestr": "|u1",
+                    "data": (self._key, False), "strides": None, "stream": self._stream_int}
+        entry = _TYPESTR.get(dt)
+        if entry is None:
+            entry = (dt.str, dt.descr if dt.fields is not None else None)
+            if len(_TYPESTR) < 1024:
+                _TYPESTR[dt] = entry
+        d = {"version": 3, "shape": shape, "typestr": entry[0],
+             "data": (self._key, False), "strides": None, "stream": self._stream_int}
+        if entry[1] is not None:
+            d["descr"] = entry[1]
+        return d
 
     def close(self):
         """Free the memory (``cuMemFree``, or ``cuMemFreeAsync`` on the buffer's stream).

@@ -334,6 +334,16 @@ def device(buf: Memory) -> tuple[int, int]:
     return t, int(cast(Any, buf).context.device.ordinal)
 
 
+def _device_fast(buf: Memory) -> tuple[int, int]:
+    """:func:`device`, read from the fields when the buffer's context knows its device."""
+    ctx = getattr(buf, "_context", None)
+    dev = getattr(ctx, "_device", None) if ctx is not None else None
+    t = getattr(type(buf), "_DL_DEVICE_TYPE", None)
+    if dev is None or not isinstance(t, int) or t in _ID_ZERO:
+        return device(buf)
+    return t, dev._ordinal
+
+
 def _layout(buf: Memory) -> tuple[np.dtype[Any], tuple[int, ...]]:
     dt, shape = getattr(buf, "_dtype", None), getattr(buf, "_shape", None)
     if dt is not None and shape is not None:  # a typed device buffer's, checked when set
@@ -395,7 +405,7 @@ def export(
         raise TypeError(f"copy must be True, False or None, not {copy!r}")
     dt, shape = _layout(buf)
     code, bits, _ = _dl_code(dt)  # refuse what DLPack cannot describe before anything
-    own = device(buf)
+    own = _device_fast(buf)
     target = own
     if dl_device is not None:
         req = _device_pair(dl_device, "dl_device")

@@ -784,28 +784,8 @@ class DeviceBuffer(_dlpack.Producer, DeviceMemory, BufferCore):
         self._enqueue(stream, None, None, _MEMSET[w], dst, v, self._nbytes // w, what="fill")
 
     # -- interoperability --------------------------------------------------------------------
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        """The CUDA Array Interface (version 3) of this buffer.
-
-        ``shape`` and ``typestr`` come from the remembered dtype (else ``(nbytes,)``
-        and ``"|u1"``); ``stream`` is the buffer's stream handle for stream-ordered
-        buffers (consumers synchronise with it), else None.
-        """
-        if self._h is None:
-            self._raise_closed()
-        dt = self.dtype
-        d: dict[str, Any] = {
-            "version": 3,
-            "shape": self.shape,
-            "typestr": dt.str,
-            "data": (self._key, False),
-            "strides": None,
-            "stream": self._stream_int,
-        }
-        if dt.fields is not None:
-            d["descr"] = dt.descr
-        return d
+    # The compiled property (a new dict on each read, typestr cached per dtype).
+    __cuda_array_interface__ = BufferCore.__cuda_array_interface__
 
     @classmethod
     def from_dlpack(cls, obj: Any, *, stream: StreamLike = None) -> DeviceBuffer:
