@@ -473,6 +473,25 @@ def _invalid(msg: str) -> Exception:
     return exc
 
 
+def _at_least(r: tuple[int, int, int], want: int, why: str = "") -> None:
+    """NcclInvalid unless the receive buffer ``r`` holds ``want`` elements."""
+    if r[1] < want:
+        raise _invalid(
+            f"Buffer count mismatch: recvbuf must have at least {want} elements{why}, got {r[1]}"
+        )
+
+
+def _part(s: tuple[int, int, int], nranks: int) -> int:
+    """The count each rank's part of ``s`` holds; NcclInvalid when it is empty."""
+    part = s[1] // nranks
+    if part < 1:
+        raise _invalid(
+            f"Buffer count mismatch: sendbuf must have at least {nranks} elements "
+            f"(nranks), got {s[1]}"
+        )
+    return part
+
+
 def _same(s: tuple[int, int, int], r: tuple[int, int, int]) -> None:
     if s[2] != r[2]:
         from nccl.core import NcclDataType
@@ -661,10 +680,7 @@ class Communicator:
         if d is None or s is None or r is None:
             return self._slow("allreduce", sendbuf, recvbuf, op, stream=stream, config=config)
         _same(s, r)
-        if r[1] < s[1]:
-            raise _invalid(
-                f"Buffer count mismatch: recvbuf must have at least {s[1]} elements, got {r[1]}"
-            )
+        _at_least(r, s[1])
         h = self._stream(stream, (sendbuf, recvbuf))
         d.call.all_reduce(s[0], r[0], s[1], s[2], int(op), self._comm._comm, h)
 
@@ -741,12 +757,7 @@ class Communicator:
         if d is None or s is None or r is None:
             return self._slow("allgather", sendbuf, recvbuf, stream=stream, config=config)
         _same(s, r)
-        want = d.nranks * s[1]
-        if r[1] < want:
-            raise _invalid(
-                f"Buffer count mismatch: recvbuf must have at least {want} elements "
-                f"(nranks * sendcount), got {r[1]}"
-            )
+        _at_least(r, d.nranks * s[1], " (nranks * sendcount)")
         h = self._stream(stream, (sendbuf, recvbuf))
         d.call.all_gather(s[0], r[0], s[1], s[2], self._comm._comm, h)
 
@@ -765,17 +776,8 @@ class Communicator:
         if d is None or s is None or r is None:
             return self._slow("reduce_scatter", sendbuf, recvbuf, op, stream=stream, config=config)
         _same(s, r)
-        part = s[1] // d.nranks
-        if part < 1:
-            raise _invalid(
-                f"Buffer count mismatch: sendbuf must have at least {d.nranks} elements "
-                f"(nranks), got {s[1]}"
-            )
-        if r[1] < part:
-            raise _invalid(
-                f"Buffer count mismatch: recvbuf must have at least {part} elements "
-                f"(sendcount / nranks), got {r[1]}"
-            )
+        part = _part(s, d.nranks)
+        _at_least(r, part, " (sendcount / nranks)")
         h = self._stream(stream, (sendbuf, recvbuf))
         d.call.reduce_scatter(s[0], r[0], part, s[2], int(op), self._comm._comm, h)
 
@@ -794,17 +796,8 @@ class Communicator:
         if d is None or s is None or r is None:
             return self._slow("alltoall", sendbuf, recvbuf, stream=stream, config=config)
         _same(s, r)
-        part = s[1] // d.nranks
-        if part < 1:
-            raise _invalid(
-                f"Buffer count mismatch: sendbuf must have at least {d.nranks} elements "
-                f"(nranks), got {s[1]}"
-            )
-        if r[1] < s[1]:
-            raise _invalid(
-                f"Buffer count mismatch: recvbuf must have at least {s[1]} elements "
-                f"(nranks * count), got {r[1]}"
-            )
+        part = _part(s, d.nranks)
+        _at_least(r, s[1], " (nranks * count)")
         h = self._stream(stream, (sendbuf, recvbuf))
         d.call.allto_all(s[0], r[0], part, s[2], self._comm._comm, h)
 
@@ -814,12 +807,7 @@ class Communicator:
         nccl4py's ``send``; direct for a DeviceBuffer (see the class). Enqueues on
         ``stream`` and returns; allocates nothing.
         """
-        d = self._direct()
-        s = self._buffer(d, sendbuf, "sendbuf")
-        if d is None or s is None:
-            return self._slow("send", sendbuf, peer, stream=stream)
-        h = self._stream(stream, (sendbuf,))
-        d.call.send(s[0], s[1], s[2], int(peer), self._comm._comm, h)
+        self._p2p("send", sendbuf, "sendbuf", peer, stream)
 
     def recv(self, recvbuf: Any, peer: int, *, stream: Any = None) -> None:
         """``ncclRecv`` into ``recvbuf`` from rank ``peer`` (which calls :meth:`send`).
@@ -827,12 +815,16 @@ class Communicator:
         nccl4py's ``recv``; direct for a DeviceBuffer (see the class). Enqueues on
         ``stream`` and returns; allocates nothing.
         """
+        self._p2p("recv", recvbuf, "recvbuf", peer, stream)
+
+    def _p2p(self, name: str, buf: Any, role: str, peer: int, stream: Any) -> None:
         d = self._direct()
-        r = self._buffer(d, recvbuf, "recvbuf")
-        if d is None or r is None:
-            return self._slow("recv", recvbuf, peer, stream=stream)
-        h = self._stream(stream, (recvbuf,))
-        d.call.recv(r[0], r[1], r[2], int(peer), self._comm._comm, h)
+        b = self._buffer(d, buf, role)
+        if d is None or b is None:
+            return self._slow(name, buf, peer, stream=stream)
+        h = self._stream(stream, (buf,))
+        getattr(d.call, name)(b[0], b[1], b[2], int(peer), self._comm._comm, h)
+        return None
 
     # -- graphs ------------------------------------------------------------------------------
     def _note(self, stream: Any) -> None:
