@@ -635,6 +635,508 @@ def test_exports_work_in_a_forked_child_of_a_thread_that_exports() -> None:
     assert proc.stdout.strip() == "0", proc.stdout + proc.stderr
 
 
+# -- the compiled capsule, as a consumer sees it ----------------------------------------------
+
+
+def _consume(cap: Any) -> tuple[int, Any]:
+    """Act as a consumer: rename the capsule ``used_...``; its pointer and deleter."""
+    versioned = capsule_name(cap) == "dltensor_versioned"
+    name = b"dltensor_versioned" if versioned else b"dltensor"
+    ptr = _GetPointer(cap, name)
+    kind = dl.DLManagedTensorVersioned if versioned else dl.DLManagedTensor
+    deleter = _DELETER(kind.from_address(ptr).deleter)
+    assert _SetName(cap, b"used_" + name) == 0
+    return ptr, deleter
+
+
+def _in_a_c_thread(fn_addr: int, arg: int) -> Any:
+    """Start a thread Python does not know (``pthread_create``) running ``fn_addr(arg)``.
+
+    The deleter is the thread's start routine: it runs without the GIL and without a
+    thread state, as in a consumer's own thread. Join with :func:`_join`.
+    """
+    tid = ctypes.c_ulong()
+    rc = _LIBC.pthread_create(
+        ctypes.byref(tid), None, ctypes.c_void_p(fn_addr), ctypes.c_void_p(arg)
+    )
+    assert rc == 0
+    return tid
+
+
+def _join(tid: Any) -> None:
+    assert _LIBC.pthread_join(tid, None) == 0  # a ctypes call: the GIL is released
+
+
+_LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
+linux_only = pytest.mark.skipif(_LIBC is None, reason="pthread_create through ctypes (Linux)")
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_a_consumed_capsule_is_left_to_its_consumer(versioned: bool, hook: Hook) -> None:
+    a = np.zeros(4, np.float32)
+    keep = _Keep()
+    ref = weakref.ref(keep)
+    base = dl.registry_size()
+    cap = dl.make_capsule(a.ctypes.data, (1, 0), a.dtype, a.shape, versioned=versioned, keep=keep)
+    del keep
+    ptr, deleter = _consume(cap)
+    del cap
+    gc.collect()
+    assert dl.registry_size() == base + 1  # the destructor left it to the consumer
+    assert ref() is not None
+    deleter(ptr)  # a ctypes call: the deleter runs without the GIL and takes it
+    assert dl.registry_size() == base
+    assert ref() is None
+    assert hook.seen == []
+    deleter(ptr)  # once only: the second call is reported, nothing is read
+    assert [type(h.exc_value) for h in hook.seen] == [LookupError]
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_an_unconsumed_capsule_ends_its_export_once(versioned: bool, hook: Hook) -> None:
+    a = np.zeros(4, np.float32)
+    keep = _Keep()
+    ref = weakref.ref(keep)
+    base = dl.registry_size()
+    cap = dl.make_capsule(a.ctypes.data, (1, 0), a.dtype, a.shape, versioned=versioned, keep=keep)
+    name = b"dltensor_versioned" if versioned else b"dltensor"
+    ptr = _GetPointer(cap, name)
+    kind = dl.DLManagedTensorVersioned if versioned else dl.DLManagedTensor
+    deleter = _DELETER(kind.from_address(ptr).deleter)
+    del keep, cap  # never consumed: the destructor calls the deleter
+    assert dl.registry_size() == base
+    assert ref() is None
+    gc.collect()
+    assert hook.seen == []
+    deleter(ptr)  # a consumer that calls it anyway: reported, the block is not read
+    assert [type(h.exc_value) for h in hook.seen] == [LookupError]
+    assert dl.registry_size() == base
+
+
+@pytest.mark.parametrize(("name", "code_bits"), _DTYPES.items())
+@pytest.mark.parametrize("versioned", [False, True])
+def test_the_compiled_capsule_carries_each_dtype(
+    name: str, code_bits: tuple[int, int], versioned: bool
+) -> None:
+    cap = dl.make_capsule(0x1000, (2, 0), np.dtype(name), [7], versioned=versioned, keep=None)
+    t = managed_of(cap).dl_tensor
+    assert (t.dtype.code, t.dtype.bits, t.dtype.lanes) == (*code_bits, 1)
+    assert (t.ndim, (ctypes.c_int64 * 1).from_address(t.shape)[0]) == (1, 7)
+    assert (ctypes.c_int64 * 1).from_address(t.strides)[0] == 1
+
+
+@linux_only
+@pytest.mark.parametrize("versioned", [False, True])
+def test_a_deleter_called_from_a_thread_python_does_not_know(versioned: bool, hook: Hook) -> None:
+    a = np.zeros(4, np.float32)
+    base = dl.registry_size()
+    keeps = [_Keep() for _ in range(32)]
+    refs = [weakref.ref(k) for k in keeps]
+    caps = [
+        dl.make_capsule(a.ctypes.data, (1, 0), a.dtype, a.shape, versioned=versioned, keep=k)
+        for k in keeps
+    ]
+    del keeps
+    taken = [_consume(c) for c in caps]
+    del caps
+    assert dl.registry_size() == base + 32
+    addr = dl._VERSIONED_DELETER_ADDR if versioned else dl._LEGACY_DELETER_ADDR
+    # All at once: they wait for the GIL, which the joins below release.
+    threads = [_in_a_c_thread(addr, ptr) for ptr, _ in taken]
+    for tid in threads:
+        _join(tid)
+    assert dl.registry_size() == base
+    assert all(r() is None for r in refs)
+    assert hook.seen == []
+
+
+@linux_only
+def test_a_deleter_called_while_the_interpreter_finalises_does_nothing() -> None:
+    # A consumer's thread may call the deleter once the interpreter is finalising: it must
+    # neither take the GIL (a thread Python does not know would hang or end there) nor
+    # touch the registry; the block and the lease are left to the process's end.
+    script = textwrap.dedent(
+        """
+        import ctypes, os, sys
+        import numpy as np
+        from cudriver._memory import _dlpack as dl
+
+        capi = ctypes.pythonapi
+        get = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+            ("PyCapsule_GetPointer", capi))
+        rename = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+            ("PyCapsule_SetName", capi))
+        libc = ctypes.CDLL(None)
+        a = np.zeros(4)
+
+        def consumed():
+            cap = dl.make_capsule(a.ctypes.data, (1, 0), a.dtype, a.shape, versioned=True,
+                                  keep=a)
+            ptr = get(cap, b"dltensor_versioned")
+            rename(cap, b"used_dltensor_versioned")
+            return ptr
+
+        class Late:
+            # Dropped as __main__ is torn down, after finalisation began.
+            def __init__(self, ptr, deleter=dl._VERSIONED_DELETER_ADDR, size=dl.registry_size,
+                         finalizing=sys.is_finalizing, write=os.write, libc=libc,
+                         c_ulong=ctypes.c_ulong, byref=ctypes.byref, vp=ctypes.c_void_p):
+                self.args = (ptr, deleter, size, finalizing, write, libc, c_ulong, byref, vp)
+
+            def __del__(self):
+                ptr, deleter, size, finalizing, write, libc, c_ulong, byref, vp = self.args
+                before = size()
+                tid = c_ulong()
+                libc.pthread_create(byref(tid), None, vp(deleter), vp(ptr))
+                libc.pthread_join(tid, None)
+                write(1, f"{finalizing()} {size() == before}\\n".encode())
+
+        late = Late(consumed())
+        unconsumed = dl.make_capsule(a.ctypes.data, (1, 0), a.dtype, a.shape, versioned=False,
+                                     keep=a)
+        never_deleted = consumed()
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True True", proc.stdout + proc.stderr
+    assert proc.stderr == ""
+
+
+# -- the export's compiled common path ----------------------------------------------------------
+
+
+class _KnownDevice:
+    """A stand-in for a context that knows its device, as a device buffer's does."""
+
+    def __init__(self, ordinal: int) -> None:
+        self._device = _Ordinal(ordinal)
+
+
+class _Ordinal:
+    def __init__(self, ordinal: int) -> None:
+        self._ordinal = ordinal
+
+
+def _known_buffer() -> tuple[np.ndarray, cu.DeviceBuffer]:
+    """Host memory as a float32 (3, 4) DeviceBuffer whose context knows its device (3).
+
+    The export's common path reads the device from those fields (no driver call, and no
+    stand-in for ``dl.device``), as it does for a buffer made on a device.
+    """
+    a = np.arange(12, dtype=np.float32)
+    buf = cu.DeviceBuffer.from_handle(a.ctypes.data, a.nbytes, owner=a).cast(np.float32, (3, 4))
+    buf._context = _KnownDevice(3)
+    dl._dl_code(np.dtype(np.float32))  # a dtype exported before: its DLPack type is known
+    return a, buf
+
+
+@pytest.fixture
+def known() -> Iterator[tuple[np.ndarray, cu.DeviceBuffer]]:
+    """:func:`_known_buffer`, closed after the test."""
+    a, buf = _known_buffer()
+    yield a, buf
+    buf.close()
+
+
+@pytest.fixture
+def slow(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """The arguments of each call that left the compiled common path for the Python export."""
+    calls: list[tuple[Any, ...]] = []
+    real = dl._core._export_slow
+    assert real is dl._export_slow
+
+    def spy(*args: Any) -> Any:
+        calls.append(args[1:])
+        return real(*args)
+
+    monkeypatch.setattr(dl._core, "_export_slow", spy)
+    return calls
+
+
+_COMMON = [
+    {},
+    {"stream": None},
+    {"stream": -1},
+    {"stream": 1},
+    {"stream": 2},
+    {"stream": 0x1230},
+    {"stream": (1 << 64) - 1},
+    {"max_version": None},
+    {"max_version": (0, 8)},
+    {"max_version": (1, 0)},
+    {"max_version": (1, 3)},
+    {"max_version": (2, 0)},
+    {"dl_device": None},
+    {"dl_device": (2, 3)},
+    {"copy": None},
+    {"copy": False},
+    {"stream": -1, "max_version": (1, 0)},  # what cuda.core's StridedMemoryView passes
+    {"stream": 1, "max_version": (1, 0), "dl_device": (2, 3), "copy": False},
+]
+
+
+@pytest.mark.parametrize("kwargs", _COMMON)
+def test_the_common_path_exports_in_c(known: Any, slow: list[Any], kwargs: dict[str, Any]) -> None:
+    a, buf = known
+    base = dl.registry_size()
+    st = buf.base._state
+    cap = buf.__dlpack__(**kwargs)
+    assert slow == []
+    mv = kwargs.get("max_version")
+    versioned = mv is not None and mv[0] >= 1
+    assert capsule_name(cap) == ("dltensor_versioned" if versioned else "dltensor")
+    m = managed_of(cap)
+    if versioned:
+        assert (m.version.major, m.version.minor, m.flags) == (1, 0, 0)
+        assert m.deleter == dl._VERSIONED_DELETER_ADDR
+    else:
+        assert m.deleter == dl._LEGACY_DELETER_ADDR
+    t = m.dl_tensor
+    assert (t.data, t.byte_offset) == (a.ctypes.data, 0)
+    assert (t.device.device_type, t.device.device_id) == (2, 3)
+    assert (t.ndim, t.dtype.code, t.dtype.bits, t.dtype.lanes) == (2, 2, 32, 1)
+    assert list((ctypes.c_int64 * 2).from_address(t.shape)) == [3, 4]
+    assert list((ctypes.c_int64 * 2).from_address(t.strides)) == [4, 1]
+    assert dl.registry_size() == base + 1
+    assert len(st.leases) == 1
+    del cap, m, t
+    assert dl.registry_size() == base
+    assert len(st.leases) == 0
+
+
+def test_the_common_path_exports_a_buffer_of_bytes(slow: list[Any]) -> None:
+    a = np.arange(48, dtype=np.uint8)
+    buf = cu.DeviceBuffer.from_handle(a.ctypes.data, a.nbytes, owner=a)  # no dtype: bytes
+    buf._context = _KnownDevice(1)
+    dl._dl_code(np.dtype(np.uint8))
+    base = dl.registry_size()
+    cap = buf.__dlpack__(stream=-1, max_version=(1, 0))
+    assert slow == []
+    t = managed_of(cap).dl_tensor
+    assert (t.data, t.ndim, t.dtype.code, t.dtype.bits) == (a.ctypes.data, 1, 1, 8)
+    assert (t.device.device_type, t.device.device_id) == (2, 1)
+    assert (ctypes.c_int64 * 1).from_address(t.shape)[0] == 48
+    assert (ctypes.c_int64 * 1).from_address(t.strides)[0] == 1
+    del cap, t
+    assert dl.registry_size() == base
+    buf.close()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"stream": 0}, ValueError, "stream=0"),
+        ({"stream": -2}, ValueError, "stream"),
+        ({"stream": 1 << 64}, ValueError, "stream"),
+        ({"stream": True}, TypeError, "stream"),
+        ({"stream": "1"}, TypeError, "stream"),
+        ({"stream": np.int64(1)}, TypeError, "stream"),
+        ({"max_version": (True, 0)}, TypeError, "max_version"),
+        ({"max_version": (1,)}, TypeError, "max_version"),
+        ({"max_version": "1.0"}, TypeError, "max_version"),
+        ({"copy": True}, BufferError, "never copies"),
+        ({"copy": "yes"}, TypeError, "copy"),
+        ({"copy": np.False_}, TypeError, "copy"),
+        ({"dl_device": (2, 0)}, BufferError, "without copying"),
+        ({"dl_device": (1, 0)}, BufferError, "without copying"),
+        ({"dl_device": "cuda:3"}, TypeError, "dl_device"),
+        ({"stream": 0, "copy": True}, ValueError, "stream=0"),  # the stream is checked first
+        ({"max_version": (1,), "copy": True}, TypeError, "max_version"),
+    ],
+)
+def test_off_the_common_path_the_python_export_checks(
+    known: Any, slow: list[Any], kwargs: dict[str, Any], error: type, words: str
+) -> None:
+    _, buf = known
+    base = dl.registry_size()
+    st = buf.base._state
+    with pytest.raises(error, match=words):
+        buf.__dlpack__(**kwargs)
+    assert len(slow) == 1  # handed over before any side effect
+    assert dl.registry_size() == base
+    assert len(st.leases) == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"max_version": [1, 0]}, "dltensor_versioned"),  # a list: the Python checks take it
+        ({"dl_device": [2, 3]}, "dltensor"),
+    ],
+)
+def test_off_the_common_path_the_python_export_exports(
+    known: Any, slow: list[Any], kwargs: dict[str, Any], name: str
+) -> None:
+    _, buf = known
+    cap = buf.__dlpack__(**kwargs)
+    assert len(slow) == 1
+    assert capsule_name(cap) == name
+    t = managed_of(cap).dl_tensor
+    assert (t.device.device_type, t.device.device_id) == (2, 3)
+
+
+def test_a_closed_buffer_goes_the_python_way_and_is_refused(known: Any, slow: list[Any]) -> None:
+    _, buf = known
+    buf.close()
+    with pytest.raises(cu.ClosedError):
+        buf.__dlpack__(stream=-1, max_version=(1, 0))
+    assert len(slow) == 1
+    with pytest.raises(cu.ClosedError):
+        buf.__dlpack_device__()
+
+
+def test_a_dtype_exported_first_goes_the_python_way_then_the_common_one(
+    known: Any, slow: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, buf = known
+    dt = np.dtype(np.int32)
+    monkeypatch.delitem(dl._CODES, dt, raising=False)  # as if never exported
+    view = buf.cast(np.int32, (12,))
+    for _ in range(2):  # the first through the Python export, which remembers the dtype
+        cap = view.__dlpack__()
+        assert len(slow) == 1
+        t = managed_of(cap).dl_tensor
+        assert (t.dtype.code, t.dtype.bits, t.ndim) == (0, 32, 1)
+        assert (t.device.device_type, t.device.device_id) == (2, 3)
+    assert dl._CODES[dt] == (0, 32, 1)
+
+
+def test_a_dtype_dlpack_lacks_is_refused_and_never_remembered(known: Any, slow: list[Any]) -> None:
+    _, buf = known
+    view = buf.cast("V4")
+    for _ in range(2):
+        with pytest.raises(BufferError, match="byte view"):
+            view.__dlpack__()
+    assert len(slow) == 2
+    assert np.dtype("V4") not in dl._CODES
+
+
+def test_a_buffer_whose_context_does_not_know_its_device_goes_the_python_way(
+    host: Any, as_cuda: None, slow: list[Any]
+) -> None:
+    _, buf = host  # no context yet: the Python export asks dl.device (the stand-in here)
+    cap = buf.__dlpack__(stream=-1, max_version=(1, 0))
+    assert len(slow) == 1
+    t = managed_of(cap).dl_tensor
+    assert (t.device.device_type, t.device.device_id) == (2, 0)
+    assert buf.__dlpack_device__() == (2, 0)
+
+
+def test_dlpack_device_reads_the_fields(known: Any) -> None:
+    _, buf = known
+    assert buf.__dlpack_device__() == (2, 3)
+
+
+@pytest.mark.parametrize(("stream", "queue"), [(None, 1), (1, 1), (2, 2), (0x1230, 0x1230)])
+def test_the_common_path_leases_then_orders_a_stream_ordered_buffer(
+    known: Any, slow: list[Any], monkeypatch: pytest.MonkeyPatch, stream: Any, queue: int
+) -> None:
+    _, buf = known
+    st = buf.base._state
+    base = dl.registry_size()
+    seen: list[tuple[Any, ...]] = []
+
+    def order(b: Any, q: int) -> None:  # dl._order's place: what it is called with, and when
+        seen.append((b, q, len(st.leases), dl.registry_size()))
+
+    monkeypatch.setattr(dl._core, "_order", order)
+    monkeypatch.setattr(buf, "_stream", object())  # stream-ordered
+    cap = buf.__dlpack__(stream=stream)
+    assert slow == []
+    assert seen == [(buf, queue, 1, base)]  # after the lease, before the capsule
+    del cap
+    monkeypatch.setattr(buf, "_stream", None)  # not stream-ordered: nothing to order
+    seen.clear()
+    buf.__dlpack__(stream=stream)
+    assert seen == []
+
+
+def test_the_common_path_never_orders_for_stream_minus_one(
+    known: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, buf = known
+    seen: list[Any] = []
+    monkeypatch.setattr(dl._core, "_order", lambda b, q: seen.append(q))
+    monkeypatch.setattr(buf, "_stream", object())
+    buf.__dlpack__(stream=-1, max_version=(1, 0))
+    assert seen == []
+
+
+def test_an_ordering_that_fails_leaves_nothing_behind(
+    known: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, buf = known
+    st = buf.base._state
+    base = dl.registry_size()
+
+    def order(b: Any, q: int) -> None:
+        raise RuntimeError("cuStreamWaitEvent failed")
+
+    monkeypatch.setattr(dl._core, "_order", order)
+    monkeypatch.setattr(buf, "_stream", object())
+    with pytest.raises(RuntimeError, match="cuStreamWaitEvent"):
+        buf.__dlpack__(stream=1)
+    assert dl.registry_size() == base
+    assert len(st.leases) == 0
+
+
+@linux_only
+def test_the_common_path_holds_the_buffer_until_a_late_deleter() -> None:
+    _, buf = _known_buffer()
+    st = buf.base._state
+    base = dl.registry_size()
+    ref = weakref.ref(buf)
+    cap = buf.__dlpack__(stream=-1, max_version=(1, 0))
+    ptr, _ = _consume(cap)
+    del cap
+    buf.close()  # the consumer still has the tensor: the lease holds the memory
+    del buf
+    gc.collect()
+    assert ref() is not None
+    assert len(st.leases) == 1
+    _join(_in_a_c_thread(dl._VERSIONED_DELETER_ADDR, ptr))
+    gc.collect()
+    assert dl.registry_size() == base
+    assert len(st.leases) == 0
+    assert ref() is None
+
+
+def test_threads_export_one_buffer_through_the_common_path(known: Any, slow: list[Any]) -> None:
+    import threading
+
+    _, buf = known
+    st = buf.base._state
+    base = dl.registry_size()
+    errors: list[BaseException] = []
+    choices = [{}, {"stream": -1, "max_version": (1, 0)}, {"max_version": (1, 0)}, {"stream": 2}]
+
+    def work(seed: int) -> None:
+        try:
+            held = []
+            for i in range(1500):
+                held.append(buf.__dlpack__(**choices[(i + seed) % len(choices)]))
+                if i % 5 == 0:
+                    held.clear()
+                if i % 400 == 0:
+                    gc.collect()
+            held.clear()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert slow == []
+    assert dl.registry_size() == base
+    assert len(st.leases) == 0
+
+
 # -- the consumer ------------------------------------------------------------------------------
 
 

@@ -5,6 +5,10 @@ Producing. :func:`export` describes a buffer's memory, without copying, as a
 1.0 (``"dltensor_versioned"``) when the consumer passes ``max_version >= (1, 0)``,
 after making the consumer's stream wait for the buffer's own (the array API rule).
 
+The export's common path runs in C (``_dlpack_core.export``: no Python frame of its
+own; the dtype's DLPack type is remembered per dtype); any other call goes to its
+Python half, :func:`_export_slow`, which checks every argument, before any side effect.
+
 What an export keeps alive. The capsule is made in C (``_dlpack_core``): one block
 holds the managed struct, the shape and the strides; ``manager_ctx`` is an integer key
 under which the registry keeps a lease on the buffer. The deleter, a C function,
@@ -236,8 +240,9 @@ def dl_dtype(dtype: np.dtype[Any]) -> tuple[int, int, int]:
     return code, bits, 1
 
 
-#: dtype -> (code, bits, lanes), for the dtypes exported so far.
-_CODES: dict[np.dtype[Any], tuple[int, int, int]] = {}
+#: dtype -> (code, bits, lanes), for the dtypes exported so far (the compiled export's
+#: common path reads it too).
+_CODES: dict[np.dtype[Any], tuple[int, int, int]] = _core.CODES
 
 
 def _dl_code(dtype: np.dtype[Any]) -> tuple[int, int, int]:
@@ -392,6 +397,13 @@ def export(
     TypeError, ValueError
         An argument of the wrong type or value (``stream=0``).
     """
+    return _export(buf, stream, max_version, dl_device, copy)
+
+
+def _export_slow(
+    buf: Memory, stream: object, max_version: object, dl_device: object, copy: object
+) -> Any:
+    """:func:`export` off its compiled common path: every check, in order, then the export."""
     if buf._h is None:
         buf._raise_closed()
     queue = 1 if stream is None else _stream_arg(stream)
@@ -421,6 +433,11 @@ def export(
         _order(buf, queue)
     shape = shape if type(shape) is tuple else tuple(shape)
     return _core.capsule(buf._key, target[0], target[1], code, bits, shape, versioned, lease)
+
+
+def _device_now(buf: Memory) -> tuple[int, int]:
+    """:func:`device`, looked up when called: the compiled ``__dlpack_device__``'s other path."""
+    return device(buf)
 
 
 def _order(buf: DeviceMemory, queue: int) -> None:
@@ -456,9 +473,15 @@ def make_capsule(
     took it. ``BufferError`` for a dtype DLPack lacks.
     """
     code, bits, _ = _dl_code(dtype)
-    return _core.capsule(
-        address, dl_device[0], dl_device[1], code, bits, tuple(shape), versioned, keep
-    )
+    shape = shape if type(shape) is tuple else tuple(shape)
+    return _core.capsule(address, dl_device[0], dl_device[1], code, bits, shape, versioned, keep)
+
+
+# The compiled export's common path, and where it sends everything else.
+_core._export_slow = _export_slow
+_core._order = _order
+_core._device_slow = _device_now
+_export = _core.export
 
 
 class Producer(Memory):
@@ -471,45 +494,10 @@ class Producer(Memory):
 
     __slots__ = ()
 
-    def __dlpack__(
-        self,
-        *,
-        stream: int | None = None,
-        max_version: tuple[int, int] | None = None,
-        dl_device: tuple[int, int] | None = None,
-        copy: bool | None = None,
-    ) -> Any:
-        """A DLPack capsule over this buffer's memory (no copy), as the array API says.
-
-        The tensor has a device buffer's remembered dtype and shape (else ``uint8`` of
-        ``nbytes``); a pinned buffer's is its bytes. ``stream`` is the consumer's (None
-        or 1 legacy, 2 per-thread, a handle, -1 no ordering; 0 is refused): unless -1,
-        it waits for a stream-ordered buffer's stream (``cuEventRecord``,
-        ``cuStreamWaitEvent``); for pinned memory, which has no stream, it is only
-        checked. The host never waits. ``max_version >= (1, 0)`` gives a versioned
-        capsule; ``dl_device`` must be this buffer's own, or for pinned memory
-        ``(kDLCPU, 0)``, the same memory as plain host memory (what
-        ``numpy.from_dlpack(buf, device="cpu")`` asks for); ``copy=True`` is refused.
-        The memory stays allocated, also after :meth:`close`, until the consumer is
-        done. See the DLPack page.
-
-        Raises
-        ------
-        ClosedError
-            The buffer is closed.
-        BufferError
-            ``copy=True`` (nothing is copied), another ``dl_device``, or a dtype DLPack
-            cannot describe.
-        """
-        return export(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        """``(kDLCUDA, ordinal)`` for device memory, ``(kDLCUDAHost, 0)`` for pinned memory.
-
-        Managed memory is ``(kDLCUDAManaged, 0)``: the device id of pinned and managed
-        memory is 0, as DLPack says.
-        """
-        return device(self)
+    # Compiled (``_dlpack_core``), with their docstrings: the export's common path runs
+    # there without a Python frame; anything else goes to :func:`_export_slow`.
+    __dlpack__ = _core.dlpack
+    __dlpack_device__ = _core.dlpack_device
 
 
 # -- consuming --------------------------------------------------------------------------------

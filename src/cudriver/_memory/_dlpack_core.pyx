@@ -1,6 +1,16 @@
 # cython: language_level=3, binding=True, boundscheck=False, wraparound=False
-# cython: cdivision=True, auto_pickle=False
-"""DLPack capsules made in C: the managed struct, its shape and strides in one block.
+# cython: cdivision=True, auto_pickle=False, annotation_typing=False
+"""DLPack in C: the export's common path, and capsules whose block holds struct, shape, strides.
+
+:func:`dlpack` and :func:`dlpack_device` are the buffers' ``__dlpack__`` and
+``__dlpack_device__``; :func:`export` is ``_dlpack.export``. On the export's common path
+(``stream`` None, -1 or a handle, ``max_version`` None or a pair of ints, ``dl_device``
+None or the buffer's own, ``copy`` None or False, a buffer whose dtype was exported
+before and whose context knows its device) it reads the buffer's fields, takes its
+lease, orders the consumer's stream when the buffer is stream-ordered
+(``_dlpack._order``, in Python) and makes the capsule, without a Python frame of its
+own. Anything else goes, before any side effect, to ``_dlpack``'s Python export
+(:data:`_export_slow`), which checks every argument and raises what the caller is told.
 
 :func:`capsule` allocates one block holding a ``DLManagedTensor`` (``"dltensor"``) or a
 ``DLManagedTensorVersioned`` 1.0 (``"dltensor_versioned"``) followed by the shape and
@@ -14,66 +24,87 @@ block and drops the record. A second or stale call finds nothing and goes to
 :data:`sys.unraisablehook`. The capsule's destructor calls the deleter when no consumer
 took the tensor (the capsule still has its first name). Both keep an exception that
 was propagating in their caller (a consumer failing with the capsule on its stack):
-it is fetched before and restored after. After the interpreter has finalised, a
-deleter call frees nothing.
+it is fetched before and restored after. Once the interpreter is finalising (or has
+finalised), a deleter call does nothing: the block and the lease are left to the
+process's end, as a thread that is not Python's may not take the GIL then.
 """
-
-import itertools
 
 from cpython.exc cimport PyErr_Fetch, PyErr_Restore
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New
 from cpython.ref cimport PyObject
+from cpython.set cimport PySet_Add, PySet_Discard
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
+
+from typing import Any
+
+import numpy as np
+
+from cudriver._lifetime._coerce import U64_LIMIT as _U64_LIMIT_PY, DeviceMemory as _DeviceMemory
 
 cdef extern from "Python.h":
     int Py_IsInitialized() nogil
 
 cdef extern from *:
     """
-    typedef struct { int32_t device_type; int32_t device_id; } cdl_Device;
-    typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } cdl_DataType;
-    typedef struct {
-        void* data; cdl_Device device; int32_t ndim; cdl_DataType dtype;
-        int64_t* shape; int64_t* strides; uint64_t byte_offset;
-    } cdl_Tensor;
-    typedef struct cdl_Managed {
-        cdl_Tensor dl_tensor; void* manager_ctx; void (*deleter)(struct cdl_Managed*);
-    } cdl_Managed;
-    typedef struct { uint32_t major; uint32_t minor; } cdl_Version;
-    typedef struct cdl_Versioned {
-        cdl_Version version; void* manager_ctx; void (*deleter)(struct cdl_Versioned*);
-        uint64_t flags; cdl_Tensor dl_tensor;
-    } cdl_Versioned;
+    /* sys.is_finalizing() without the GIL (public as Py_IsFinalizing since 3.13). */
+    #if PY_VERSION_HEX >= 0x030D0000
+    #define cudriver_dl_finalizing() Py_IsFinalizing()
+    #else
+    #define cudriver_dl_finalizing() _Py_IsFinalizing()
+    #endif
     """
-    ctypedef struct cdl_Device:
+    int _finalizing "cudriver_dl_finalizing"() nogil
+
+# The structs of dlpack.h (DLPack 1.x), as C declares them; written here, since no
+# header is needed to build.
+cdef extern from *:
+    """
+    typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
+    typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
+    typedef struct {
+        void* data; DLDevice device; int32_t ndim; DLDataType dtype;
+        int64_t* shape; int64_t* strides; uint64_t byte_offset;
+    } DLTensor;
+    typedef struct DLManagedTensor {
+        DLTensor dl_tensor; void* manager_ctx; void (*deleter)(struct DLManagedTensor*);
+    } DLManagedTensor;
+    typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
+    typedef struct DLManagedTensorVersioned {
+        DLPackVersion version; void* manager_ctx;
+        void (*deleter)(struct DLManagedTensorVersioned*);
+        uint64_t flags; DLTensor dl_tensor;
+    } DLManagedTensorVersioned;
+    """
+    ctypedef struct DLDevice:
         int32_t device_type
         int32_t device_id
-    ctypedef struct cdl_DataType:
+    ctypedef struct DLDataType:
         uint8_t code
         uint8_t bits
         uint16_t lanes
-    ctypedef struct cdl_Tensor:
+    ctypedef struct DLTensor:
         void* data
-        cdl_Device device
+        DLDevice device
         int32_t ndim
-        cdl_DataType dtype
+        DLDataType dtype
         int64_t* shape
         int64_t* strides
         uint64_t byte_offset
-    ctypedef struct cdl_Managed:
-        cdl_Tensor dl_tensor
+    ctypedef struct DLManagedTensor:
+        DLTensor dl_tensor
         void* manager_ctx
-        void (*deleter)(cdl_Managed*) noexcept nogil
-    ctypedef struct cdl_Version:
+        void (*deleter)(DLManagedTensor*) noexcept nogil
+    ctypedef struct DLPackVersion:
         uint32_t major
         uint32_t minor
-    ctypedef struct cdl_Versioned:
-        cdl_Version version
+    ctypedef struct DLManagedTensorVersioned:
+        DLPackVersion version
         void* manager_ctx
-        void (*deleter)(cdl_Versioned*) noexcept nogil
+        void (*deleter)(DLManagedTensorVersioned*) noexcept nogil
         uint64_t flags
-        cdl_Tensor dl_tensor
+        DLTensor dl_tensor
 
 # Capsule names: C string constants, since a capsule keeps only a pointer to its name.
 cdef const char* _LEGACY_NAME = b"dltensor"
@@ -83,13 +114,35 @@ cdef const char* _VERSIONED_NAME = b"dltensor_versioned"
 cdef dict _exports = {}
 #: Addresses of the live managed structs: a deleter's pointer is checked here first.
 cdef set _live = set()
-_keys = itertools.count(1)
+# The last key given (a C counter: keys are never reused in a process).
+cdef unsigned long long _keys = 0
 # No lock: each registration and each check-and-take below runs with the GIL held and
 # no Python code between its steps (the keys are ints), so each is atomic; a record's
 # contents are dropped only after the take. Nothing here can be held at a fork.
 cdef object _MISSING = object()
 #: Reports an exception raised in a deleter (set by ``_dlpack``: its unraisable hook).
 _report = None
+
+# -- what the export's common path needs from ``_dlpack`` (set there at import) -----------
+#: dtype -> DLPack ``(code, bits, lanes)``, filled by ``_dlpack._dl_code`` (which refuses
+#: what DLPack lacks); the common path takes only dtypes found here.
+CODES = {}
+cdef dict _CODES = CODES
+#: ``_dlpack``'s export in Python, with its checks: everything off the common path.
+_export_slow = None
+#: ``_dlpack._order``: makes the consumer's stream wait for a stream-ordered buffer's.
+_order = None
+#: ``_dlpack.device``, looked up at each call: :func:`dlpack_device` off its common path.
+_device_slow = None
+# The device types whose device id is 0 (CPU, pinned and managed memory): their device
+# comes from ``_dlpack.device``.
+cdef int _KDLCPU = 1
+cdef int _KDLCUDAHOST = 3
+cdef int _KDLCUDAMANAGED = 13
+cdef object _U64_LIMIT = _U64_LIMIT_PY
+cdef object _DEVICE_MEMORY = _DeviceMemory
+cdef object _NP_DTYPE = np.dtype
+cdef object _U8 = np.dtype(np.uint8)
 
 
 def registry_size():
@@ -100,13 +153,12 @@ def registry_size():
 cdef object _take(uintptr_t ptr, bint versioned):
     """Unregister the export at ``ptr`` and free its block: its record, or ``_MISSING``."""
     cdef void* key
-    if ptr not in _live:
+    if PySet_Discard(_live, ptr) != 1:  # checked and taken in one step
         return _MISSING
-    _live.discard(ptr)
     if versioned:
-        key = (<cdl_Versioned*>ptr).manager_ctx
+        key = (<DLManagedTensorVersioned*>ptr).manager_ctx
     else:
-        key = (<cdl_Managed*>ptr).manager_ctx
+        key = (<DLManagedTensor*>ptr).manager_ctx
     rec = _exports.pop(<uintptr_t>key, None)
     free(<void*>ptr)
     return rec
@@ -141,13 +193,15 @@ cdef void _end_with_gil(uintptr_t ptr, bint versioned) noexcept with gil:
     _end(ptr, versioned, "deleter")
 
 
-cdef void _legacy_deleter(cdl_Managed* p) noexcept nogil:
-    if Py_IsInitialized():
+cdef void _legacy_deleter(DLManagedTensor* p) noexcept nogil:
+    # Any thread, with or without the GIL. Not once the interpreter finalises: a thread
+    # that is not Python's would hang (or end) taking the GIL.
+    if Py_IsInitialized() and not _finalizing():
         _end_with_gil(<uintptr_t>p, False)
 
 
-cdef void _versioned_deleter(cdl_Versioned* p) noexcept nogil:
-    if Py_IsInitialized():
+cdef void _versioned_deleter(DLManagedTensorVersioned* p) noexcept nogil:
+    if Py_IsInitialized() and not _finalizing():
         _end_with_gil(<uintptr_t>p, True)
 
 
@@ -168,25 +222,20 @@ def deleter_addresses():
     return <uintptr_t>&_legacy_deleter, <uintptr_t>&_versioned_deleter
 
 
-def capsule(uint64_t address, int32_t device_type, int32_t device_id, uint8_t code,
-            uint8_t bits, tuple shape, bint versioned, object keep):
-    """A C-contiguous DLPack capsule over ``address``; ``keep`` lives until the deleter.
-
-    ``shape`` is a tuple of ints (its C-order strides are computed here); ``code`` and
-    ``bits`` the DLPack type (one lane). Allocates one block (``malloc``), freed by the
-    deleter. Raises ``MemoryError`` when ``malloc`` fails, ``OverflowError`` for a
-    dimension that does not fit in 64 bits.
-    """
-    cdef Py_ssize_t ndim = len(shape)
+cdef object _capsule(uint64_t address, int32_t device_type, int32_t device_id, uint8_t code,
+                     uint8_t bits, tuple shape, bint versioned, object keep):
+    """:func:`capsule`, called from C."""
+    global _keys
+    cdef Py_ssize_t ndim = PyTuple_GET_SIZE(shape)
     cdef Py_ssize_t i
-    cdef size_t head = sizeof(cdl_Versioned) if versioned else sizeof(cdl_Managed)
+    cdef size_t head = sizeof(DLManagedTensorVersioned) if versioned else sizeof(DLManagedTensor)
     cdef size_t n = ndim if ndim > 0 else 1
     cdef char* block
     cdef int64_t* dims
     cdef int64_t* steps
-    cdef cdl_Tensor* t
-    cdef cdl_Managed* m
-    cdef cdl_Versioned* vm
+    cdef DLTensor* t
+    cdef DLManagedTensor* m
+    cdef DLManagedTensorVersioned* vm
     cdef int64_t stride = 1
     cdef uintptr_t key
     head = (head + 7) & ~(<size_t>7)
@@ -199,42 +248,204 @@ def capsule(uint64_t address, int32_t device_type, int32_t device_id, uint8_t co
         dims[0] = 0
         steps[0] = 1
         for i in range(ndim):
-            dims[i] = <int64_t>shape[i]
+            dims[i] = <int64_t><object>PyTuple_GET_ITEM(shape, i)
         for i in range(ndim - 1, -1, -1):
             steps[i] = stride
             stride *= dims[i]
-        key = next(_keys)
-        if versioned:
-            vm = <cdl_Versioned*>block
-            vm.version.major = 1
-            vm.version.minor = 0
-            vm.manager_ctx = <void*>key
-            vm.deleter = _versioned_deleter
-            vm.flags = 0
-            t = &vm.dl_tensor
-        else:
-            m = <cdl_Managed*>block
-            m.manager_ctx = <void*>key
-            m.deleter = _legacy_deleter
-            t = &m.dl_tensor
-        t.data = <void*><uintptr_t>address
-        t.device.device_type = device_type
-        t.device.device_id = device_id
-        t.ndim = <int32_t>ndim
-        t.dtype.code = code
-        t.dtype.bits = bits
-        t.dtype.lanes = 1
-        t.shape = dims
-        t.strides = steps
-        t.byte_offset = 0
     except BaseException:
         free(block)
         raise
-    _exports[key] = keep
-    _live.add(<uintptr_t>block)
+    _keys += 1
+    key = <uintptr_t>_keys
+    if versioned:
+        vm = <DLManagedTensorVersioned*>block
+        vm.version.major = 1
+        vm.version.minor = 0
+        vm.manager_ctx = <void*>key
+        vm.deleter = _versioned_deleter
+        vm.flags = 0
+        t = &vm.dl_tensor
+    else:
+        m = <DLManagedTensor*>block
+        m.manager_ctx = <void*>key
+        m.deleter = _legacy_deleter
+        t = &m.dl_tensor
+    t.data = <void*><uintptr_t>address
+    t.device.device_type = device_type
+    t.device.device_id = device_id
+    t.ndim = <int32_t>ndim
+    t.dtype.code = code
+    t.dtype.bits = bits
+    t.dtype.lanes = 1
+    t.shape = dims
+    t.strides = steps
+    t.byte_offset = 0
+    try:
+        _exports[key] = keep
+        PySet_Add(_live, <uintptr_t>block)
+    except BaseException:
+        _exports.pop(key, None)
+        free(block)
+        raise
     try:
         return PyCapsule_New(block, _VERSIONED_NAME if versioned else _LEGACY_NAME,
                              <void (*)(object) noexcept>_capsule_destructor)
     except BaseException:
         _take(<uintptr_t>block, versioned)
         raise
+
+
+def capsule(uint64_t address, int32_t device_type, int32_t device_id, uint8_t code,
+            uint8_t bits, tuple shape not None, bint versioned, object keep):
+    """A C-contiguous DLPack capsule over ``address``; ``keep`` lives until the deleter.
+
+    ``shape`` is a tuple of ints (its C-order strides are computed here); ``code`` and
+    ``bits`` the DLPack type (one lane). Allocates one block (``malloc``), freed by the
+    deleter. Raises ``MemoryError`` when ``malloc`` fails, ``OverflowError`` for a
+    dimension that does not fit in 64 bits; then nothing is registered.
+    """
+    return _capsule(address, device_type, device_id, code, bits, shape, versioned, keep)
+
+
+cdef inline bint _small_int(object v):
+    # An int (not a bool, not a subclass) of at most 31 bits either way.
+    return type(v) is int and -0x7FFFFFFF <= v <= 0x7FFFFFFF
+
+
+cdef object _export(buf, stream, max_version, dl_device, copy):
+    """The export: its common path here, anything else to :data:`_export_slow`.
+
+    Off the common path nothing is done here: the Python export checks everything, in
+    its order, and raises what the caller is told.
+    """
+    cdef bint versioned = False
+    cdef object queue
+    cdef tuple entry
+    cdef int t
+    if buf._h is None:
+        return _export_slow(buf, stream, max_version, dl_device, copy)
+    # The arguments, as _stream_arg, _versioned and the copy check take them.
+    if stream is None:
+        queue = 1
+    elif type(stream) is int and (stream == -1 or 0 < stream < _U64_LIMIT):
+        queue = stream
+    else:
+        return _export_slow(buf, stream, max_version, dl_device, copy)
+    if max_version is not None:
+        if (type(max_version) is not tuple or PyTuple_GET_SIZE(max_version) != 2
+                or type(<object>PyTuple_GET_ITEM(max_version, 0)) is not int
+                or type(<object>PyTuple_GET_ITEM(max_version, 1)) is not int):
+            return _export_slow(buf, stream, max_version, dl_device, copy)
+        versioned = <object>PyTuple_GET_ITEM(max_version, 0) >= 1
+    if copy is not None and copy is not False:
+        return _export_slow(buf, stream, max_version, dl_device, copy)
+    # The device (_device_fast), when the buffer's context knows it (first: pinned and
+    # managed memory go to the Python export before their layout is read).
+    ctx = getattr(buf, "_context", None)
+    dev = getattr(ctx, "_device", None) if ctx is not None else None
+    kind = getattr(type(buf), "_DL_DEVICE_TYPE", None)
+    if dev is None or not _small_int(kind):
+        return _export_slow(buf, stream, max_version, dl_device, copy)
+    t = kind
+    if t == _KDLCPU or t == _KDLCUDAHOST or t == _KDLCUDAMANAGED:
+        return _export_slow(buf, stream, max_version, dl_device, copy)
+    ordinal = getattr(dev, "_ordinal", None)
+    if not _small_int(ordinal):
+        return _export_slow(buf, stream, max_version, dl_device, copy)
+    # The layout, as _layout reads it: a typed buffer's fields, else its dtype (a numpy
+    # dtype here) and shape (ints here), which must cover its bytes (else the Python
+    # export raises). Then its DLPack type (_dl_code), as remembered.
+    dt = getattr(buf, "_dtype", None)
+    shape = getattr(buf, "_shape", None)
+    if dt is None or shape is None:
+        dt = getattr(buf, "dtype", _U8)
+        shape = getattr(buf, "shape", None)
+        if not isinstance(dt, _NP_DTYPE) or type(shape) is not tuple:
+            return _export_slow(buf, stream, max_version, dl_device, copy)
+        count = 1
+        for d in <tuple>shape:
+            if type(d) is not int:
+                return _export_slow(buf, stream, max_version, dl_device, copy)
+            count *= d
+        if count * dt.itemsize != buf._nbytes:
+            return _export_slow(buf, stream, max_version, dl_device, copy)
+    elif type(shape) is not tuple:
+        return _export_slow(buf, stream, max_version, dl_device, copy)
+    entry = _CODES.get(dt)
+    if entry is None:
+        return _export_slow(buf, stream, max_version, dl_device, copy)
+    if dl_device is not None:  # only the buffer's own, as an exact pair
+        if (type(dl_device) is not tuple or PyTuple_GET_SIZE(dl_device) != 2
+                or not _small_int(<object>PyTuple_GET_ITEM(dl_device, 0))
+                or not _small_int(<object>PyTuple_GET_ITEM(dl_device, 1))
+                or <object>PyTuple_GET_ITEM(dl_device, 0) != t
+                or <object>PyTuple_GET_ITEM(dl_device, 1) != ordinal):
+            return _export_slow(buf, stream, max_version, dl_device, copy)
+    # The side effects, in the Python export's order: the lease, the ordering, the capsule.
+    lease = buf._lease()
+    if (queue != -1 and isinstance(buf, _DEVICE_MEMORY)
+            and getattr(buf, "_stream", True) is not None):
+        _order(buf, queue)
+    return _capsule(buf._key, t, <int32_t>ordinal, <uint8_t>entry[0], <uint8_t>entry[1],
+                    <tuple>shape, versioned, lease)
+
+
+def export(buf, stream, max_version, dl_device, copy):
+    """``_dlpack.export``: ``__dlpack__`` of ``buf``, its arguments by position."""
+    return _export(buf, stream, max_version, dl_device, copy)
+
+
+def dlpack(
+    self,
+    *,
+    stream: int | None = None,
+    max_version: tuple[int, int] | None = None,
+    dl_device: tuple[int, int] | None = None,
+    copy: bool | None = None,
+) -> Any:
+    """A DLPack capsule over this buffer's memory (no copy), as the array API says.
+
+    The tensor has a device buffer's remembered dtype and shape (else ``uint8`` of
+    ``nbytes``); a pinned buffer's is its bytes. ``stream`` is the consumer's (None
+    or 1 legacy, 2 per-thread, a handle, -1 no ordering; 0 is refused): unless -1,
+    it waits for a stream-ordered buffer's stream (``cuEventRecord``,
+    ``cuStreamWaitEvent``); for pinned memory, which has no stream, it is only
+    checked. The host never waits. ``max_version >= (1, 0)`` gives a versioned
+    capsule; ``dl_device`` must be this buffer's own, or for pinned memory
+    ``(kDLCPU, 0)``, the same memory as plain host memory (what
+    ``numpy.from_dlpack(buf, device="cpu")`` asks for); ``copy=True`` is refused.
+    The memory stays allocated, also after :meth:`close`, until the consumer is
+    done. See the DLPack page.
+
+    Raises
+    ------
+    ClosedError
+        The buffer is closed.
+    BufferError
+        ``copy=True`` (nothing is copied), another ``dl_device``, or a dtype DLPack
+        cannot describe.
+    """
+    return _export(self, stream, max_version, dl_device, copy)
+
+
+def dlpack_device(self) -> tuple[int, int]:
+    """``(kDLCUDA, ordinal)`` for device memory, ``(kDLCUDAHost, 0)`` for pinned memory.
+
+    Managed memory is ``(kDLCUDAManaged, 0)``: the device id of pinned and managed
+    memory is 0, as DLPack says.
+    """
+    # Read from the fields when the buffer's context knows its device (as
+    # ``_dlpack._device_fast``); otherwise (closed, no context yet, a device type
+    # whose id is 0) ``_dlpack.device``, through :data:`_device_slow`.
+    cdef int t
+    if self._h is not None:
+        ctx = getattr(self, "_context", None)
+        dev = getattr(ctx, "_device", None) if ctx is not None else None
+        kind = getattr(type(self), "_DL_DEVICE_TYPE", None)
+        if dev is not None and _small_int(kind):
+            t = kind
+            if t != _KDLCPU and t != _KDLCUDAHOST and t != _KDLCUDAMANAGED:
+                ordinal = getattr(dev, "_ordinal", None)
+                if _small_int(ordinal):
+                    return kind, ordinal
+    return _device_slow(self)
