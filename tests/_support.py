@@ -199,6 +199,34 @@ class Mapped:
 # -- waiting on streams -----------------------------------------------------------------
 
 
+def in_threads(work: Callable[[int], object], n: int, timeout: float = 60.0) -> list[BaseException]:
+    """Run ``work(k)`` for k in ``range(n)`` on ``n`` threads at once; what they raised.
+
+    A thread still running after ``timeout`` seconds counts as an error (a hang), never
+    as a pass.
+    """
+    import threading
+
+    errors: list[BaseException] = []
+
+    def run(k: int) -> None:
+        try:
+            work(k)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(n)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(deadline - time.monotonic(), 0.0))
+    hung = sum(t.is_alive() for t in threads)
+    if hung:
+        errors.append(AssertionError(f"{hung} of {n} threads still ran after {timeout} s"))
+    return errors
+
+
 def until(pred: Callable[[], bool], timeout: float = 10.0) -> bool:
     """Poll ``pred`` until it holds or ``timeout`` seconds pass; return its last value."""
     end = time.monotonic() + timeout

@@ -18,7 +18,7 @@ from cudriver import WaitCondition
 from cudriver._lifetime import _hostfn
 from cudriver._lifetime._hostfn import HostFuncRecord, registry_size
 
-from ._support import Mapped, blocked, until
+from ._support import Mapped, blocked, in_threads, until
 
 # Made-up stream and context keys for the tests without a GPU.
 _S1, _S2, _C1, _C2 = 0x51000, 0x52000, 0xC1000, 0xC2000
@@ -540,26 +540,16 @@ def test_a_captured_batch_replays_in_order_without_user_references(stream: cu.St
 def test_batches_from_threads_with_collections_keep_each_order(ctx: cu.Context) -> None:
     streams = [cu.Stream(non_blocking=True) for _ in range(4)]
     seen: dict[int, list[int]] = {k: [] for k in range(4)}
-    errors: list[BaseException] = []
 
     def work(k: int) -> None:
-        try:
-            s = streams[k]
-            for j in range(20):
-                s.launch_host_funcs(
-                    functools.partial(seen[k].append, j * 50 + i) for i in range(50)
-                )
-                if j % 5 == 0:
-                    gc.collect()
-            s.synchronize()
-        except BaseException as exc:
-            errors.append(exc)
+        s = streams[k]
+        for j in range(20):
+            s.launch_host_funcs(functools.partial(seen[k].append, j * 50 + i) for i in range(50))
+            if j % 5 == 0:
+                gc.collect()
+        s.synchronize()
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    errors = in_threads(work, 4)
     for s in streams:
         s.synchronize()
         s.close()

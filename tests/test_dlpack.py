@@ -23,7 +23,7 @@ import pytest
 import cudriver as cu
 from cudriver._memory import _dlpack as dl
 
-from ._support import import_or_skip, load_kernels
+from ._support import import_or_skip, in_threads, load_kernels
 
 # -- helpers ------------------------------------------------------------------------------
 
@@ -559,40 +559,30 @@ def test_a_dimension_too_large_is_refused_and_nothing_registered() -> None:
 
 
 def test_threads_make_and_drop_capsules_with_collections_between() -> None:
-    import threading
-
     a = np.zeros(16, np.float32)
     base = dl.registry_size()
-    errors: list[BaseException] = []
 
     def work(seed: int) -> None:
-        try:
-            held = []
-            for i in range(2000):
-                keep = _Keep()
-                held.append(
-                    dl.make_capsule(
-                        a.ctypes.data,
-                        (1, 0),
-                        a.dtype,
-                        a.shape,
-                        versioned=bool((i + seed) % 2),
-                        keep=keep,
-                    )
+        held = []
+        for i in range(2000):
+            keep = _Keep()
+            held.append(
+                dl.make_capsule(
+                    a.ctypes.data,
+                    (1, 0),
+                    a.dtype,
+                    a.shape,
+                    versioned=bool((i + seed) % 2),
+                    keep=keep,
                 )
-                if i % 7 == 0:
-                    held.clear()
-                if i % 500 == 0:
-                    gc.collect()
-            held.clear()
-        except BaseException as exc:
-            errors.append(exc)
+            )
+            if i % 7 == 0:
+                held.clear()
+            if i % 500 == 0:
+                gc.collect()
+        held.clear()
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    errors = in_threads(work, 8)
     assert not errors, errors
     assert dl.registry_size() == base
 
@@ -1105,32 +1095,22 @@ def test_the_common_path_holds_the_buffer_until_a_late_deleter() -> None:
 
 
 def test_threads_export_one_buffer_through_the_common_path(known: Any, slow: list[Any]) -> None:
-    import threading
-
     _, buf = known
     st = buf.base._state
     base = dl.registry_size()
-    errors: list[BaseException] = []
     choices = [{}, {"stream": -1, "max_version": (1, 0)}, {"max_version": (1, 0)}, {"stream": 2}]
 
     def work(seed: int) -> None:
-        try:
-            held = []
-            for i in range(1500):
-                held.append(buf.__dlpack__(**choices[(i + seed) % len(choices)]))
-                if i % 5 == 0:
-                    held.clear()
-                if i % 400 == 0:
-                    gc.collect()
-            held.clear()
-        except BaseException as exc:
-            errors.append(exc)
+        held = []
+        for i in range(1500):
+            held.append(buf.__dlpack__(**choices[(i + seed) % len(choices)]))
+            if i % 5 == 0:
+                held.clear()
+            if i % 400 == 0:
+                gc.collect()
+        held.clear()
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    errors = in_threads(work, 8)
     assert not errors, errors
     assert slow == []
     assert dl.registry_size() == base
