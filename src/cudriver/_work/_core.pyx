@@ -313,11 +313,19 @@ cdef class StreamCore(HandleRoot):
         try:
             stream_key = self._key or 1
             ctx_key = (<HandleRoot>ctx)._key
-            for i in range(n):
-                k = next(_KEYS)
-                # Registered before the call: the driver thread may run it at once.
-                _EAGER[k] = (calls[i], (), {}, stream_key, ctx_key)
-                keys[i] = <uintptr_t>k
+            i = 0
+            try:
+                while i < n:
+                    k = next(_KEYS)
+                    # Registered before the call: the driver thread may run it at once.
+                    _EAGER[k] = (calls[i], (), {}, stream_key, ctx_key)
+                    keys[i] = <uintptr_t>k
+                    i += 1
+            except BaseException:  # (no memory): none was enqueued, none stays registered
+                while i > 0:
+                    i -= 1
+                    _EAGER.pop(keys[i], None)
+                raise
             pin = _pin(self)
             with nogil:
                 for i in range(n):
