@@ -145,6 +145,77 @@ def test_lease_defers_the_release_until_it_goes() -> None:
     assert log == [0x17]
 
 
+def test_a_lease_in_a_reference_cycle_still_lets_the_handle_go() -> None:
+    # The garbage collector frees a cycle by clearing its members: the lease's state
+    # must survive that, or the closed handle would never be released.
+    log: list[int] = []
+    t = Thing(0x1C, log)
+    lease = t._lease()
+    box: list[Any] = [lease]
+    lease.target = box  # lease -> box -> lease
+    t.close()
+    assert log == [] and len(t._state.leases) == 1
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        del lease, box
+        settle()
+        assert log == []  # only the collector can free the cycle
+        gc.collect()
+    finally:
+        if was:
+            gc.enable()
+    settle()
+    assert log == [0x1C]
+    assert len(t._state.leases) == 0
+
+
+def test_lease_fields_weak_references_and_misuse() -> None:
+    import weakref
+
+    log: list[int] = []
+    t = Thing(0x1D, log)
+    lease = t._lease()
+    assert lease._state is t._state and lease.target is t
+    assert t._state.leases == {id(lease)}
+    ref = weakref.ref(lease)
+    with pytest.raises(RuntimeError, match="made once"):
+        lease.__init__(t._state, t)  # type: ignore[misc]
+    assert t._state.leases == {id(lease)}
+    with pytest.raises(TypeError):
+        _handle.Lease("not a state", t)  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        lease._state = None  # type: ignore[misc]
+    del lease
+    assert ref() is None
+    assert t._state.leases == set()
+    t.close()  # no lease left: released here
+    assert log == [0x1D]
+
+
+def test_a_lease_alive_at_interpreter_exit_is_quiet() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import faulthandler; faulthandler.enable()\n"
+        "from tests.test_handle import Thing\n"
+        "log = []\n"
+        "t = Thing(0x1E, log)\n"
+        "KEEP = [t._lease(), t._lease()]\n"
+        "t.close()\n"
+        "print('ok', log)\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(root, "src"), root]))
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok []"
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
+
+
 def test_pin_defers_a_close_until_the_call_ends() -> None:
     # A driver call without the GIL pins the handle: a close() on another thread
     # meanwhile must not destroy it under the call.

@@ -17,6 +17,7 @@ from typing_extensions import Self
 from ..errors import ClosedError, OutOfMemoryError, pickle_refusal
 from ._release import (
     HandleRoot,
+    Lease,
     State,
     deferred,
     drain,
@@ -76,29 +77,6 @@ def reclaiming(call: Callable[..., Any], *args: Any) -> Any:
 #: The release state of a handle (C fields; see ``_release.State``).
 _State = State
 __all__ += ["held", "link", "unlink", "drop_deps", "release", "queue_if_free"]
-
-
-class Lease:
-    """Keeps a handle's release waiting while something can still use the handle.
-
-    Made by :meth:`Handle._lease`. When the last lease of a closed (or collected)
-    handle goes, its release is queued and runs at the next :func:`drain`.
-    """
-
-    __slots__ = ("__weakref__", "_state", "target")
-
-    def __init__(self, state: _State, target: Any) -> None:
-        self._state = state
-        self.target = target  # the leased object, for diagnostics and fences
-        state.leases.add(id(self))
-
-    def __del__(self) -> None:
-        st = self._state
-        st.leases.discard(id(self))
-        try:
-            queue_if_free(st)
-        except TypeError:  # at interpreter exit, once this module's globals are gone
-            pass
 
 
 class NeverOpenedError(ClosedError, AttributeError):

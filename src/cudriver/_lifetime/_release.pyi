@@ -28,6 +28,12 @@ class State:
         self, handle: Any, release: Any, func: Any, kind: Any, keep: Any, on_release: Any
     ) -> None: ...
 
+class Lease:
+    target: Any
+    def __init__(self, state: State, target: Any) -> None: ...
+    @property
+    def _state(self) -> State: ...
+
 class HandleRoot:
     _h: Any
     _key: Any

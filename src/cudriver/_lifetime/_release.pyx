@@ -230,6 +230,58 @@ cdef int unpin(object state) except -1:
     return 0
 
 
+# -- leases ----------------------------------------------------------------------------------
+@cython.no_gc_clear
+@cython.final
+cdef class Lease:
+    """Keeps a handle's release waiting while something can still use the handle.
+
+    Made by ``Handle._lease``: ``Lease(state, target)`` adds its id to
+    ``state.leases``; when it goes, the id is removed and, if the handle was closed
+    (or collected) and nothing else holds it, its release is queued (it runs at the
+    next :func:`drain`). ``target`` is the leased object, for diagnostics and fences.
+
+    The state is held by a field the garbage collector never clears (as
+    ``HandleRoot``'s is): a lease collected in a cycle still lets its handle go.
+    """
+
+    cdef State _lstate
+    cdef public object target
+    cdef object __weakref__
+
+    def __init__(self, state, target):
+        cdef State st = <State?>state
+        cdef object leases
+        if self._lstate is not None:
+            raise RuntimeError("a Lease is made once")
+        leases = st._leases
+        if leases is None:
+            leases = st.leases  # made on first use
+        leases.add(id(self))
+        self._lstate = st
+        self.target = target
+
+    @property
+    def _state(self):
+        """The leased handle's release state."""
+        return self._lstate
+
+    def __dealloc__(self):
+        cdef State st = self._lstate
+        if st is None:
+            return
+        self._lstate = None
+        try:
+            leases = st._leases
+            if leases is not None:
+                leases.discard(id(self))
+            if st.closing and st.handle is not None and not held_(st):
+                DEFERRED.append(st)
+                wake()
+        except BaseException:  # at interpreter exit, once this module's globals are gone
+            pass
+
+
 # -- the root of every handle class --------------------------------------------------------
 @cython.no_gc_clear
 cdef class HandleRoot:
