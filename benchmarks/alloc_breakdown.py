@@ -13,6 +13,10 @@ Nanoseconds per buffer (median of ``--repeats``), 1 MiB on one stream, for:
   constructor for ``--calls`` buffers, then their ``close()``);
 * ``DeviceBuffer(n, stream=s)`` dropped without ``close()`` (the deallocator frees);
 * the same three for a ``MemoryPool`` (``cuMemAllocFromPoolAsync``);
+* the parts of the owning object, each made and dropped alone (a call of an empty
+  function, the loop's own cost, is the first of them): the Python object with its
+  fields, the ``CUdeviceptr`` handle, the release state that keeps the stream and the
+  context, the set of other streams that used the buffer, the note of the freed range;
 * first, the synchronous pair (``cuMemAlloc`` + ``cuMemFree``): raw, the floor,
   and ``DeviceBuffer(n).close()``;
 * what accounting costs: ``DeviceBuffer(...).close()`` with
@@ -37,6 +41,8 @@ from cuda.bindings import driver as drv
 
 import cudriver as cu
 from benchmarks.harness import median_of, print_rows
+from cudriver._lifetime._release import State as _State
+from cudriver._runtime._freed import noted as _noted
 
 N = 1 << 20
 _SUCCESS = drv.CUresult.CUDA_SUCCESS
@@ -217,6 +223,28 @@ def main(argv: list[str] | None = None) -> int:
 
         return wrapped
 
+    def part(fn: Callable[[], object]) -> Callable[[int], float]:
+        def run(n: int) -> float:
+            t0 = clock()
+            for _ in range(n):
+                fn()
+            return (clock() - t0) / n
+
+        return run
+
+    address = 0x7F0000000000
+    ctx_of_s = s.context
+    new_buffer = cu.DeviceBuffer.__new__
+    parts = {
+        "part: an empty call (the loop)": part(lambda: None),
+        "part: the object and its fields": part(lambda: new_buffer(cu.DeviceBuffer)),
+        "part: the CUdeviceptr handle": part(lambda: drv.CUdeviceptr(address)),
+        "part: the release state": part(
+            lambda: _State(address, None, "cuMemFreeAsync", "DeviceBuffer", (s, ctx_of_s), None)
+        ),
+        "part: the set of other streams": part(set),
+        "part: the freed-range note": part(lambda: _noted(address, N)),
+    }
     calls = min(args.calls, 2000)  # live buffers at once in the halves: 2 GiB at most
     few = max(args.calls // 20, 50)
     try:
@@ -273,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
                 through(cu.VirtualMemoryResource(), stream=False), few, args.repeats
             ),
         }
+        for name, run in parts.items():
+            rows[name] = median_of(run, args.calls, args.repeats)
         if pinned_pool is not None:
             rows["resource PinnedMemoryPool"] = median_of(
                 through(pinned_pool), args.calls, args.repeats
