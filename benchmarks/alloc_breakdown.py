@@ -15,8 +15,8 @@ Nanoseconds per buffer (median of ``--repeats``), 1 MiB on one stream, for:
 * the same three for a ``MemoryPool`` (``cuMemAllocFromPoolAsync``);
 * the parts of the owning object, each made and dropped alone (a call of an empty
   function, the loop's own cost, is the first of them): the Python object with its
-  fields, the ``CUdeviceptr`` handle, the release state that keeps the stream and the
-  context, the set of other streams that used the buffer, the note of the freed range;
+  fields, the ``CUdeviceptr`` handle, the release state (without the stream and the
+  context it keeps), the set of other streams that used the buffer;
 * first, the synchronous pair (``cuMemAlloc`` + ``cuMemFree``): raw, the floor,
   and ``DeviceBuffer(n).close()``;
 * what accounting costs: ``DeviceBuffer(...).close()`` with
@@ -41,8 +41,6 @@ from cuda.bindings import driver as drv
 
 import cudriver as cu
 from benchmarks.harness import median_of, print_rows
-from cudriver._lifetime._release import State as _State
-from cudriver._runtime._freed import noted as _noted
 
 N = 1 << 20
 _SUCCESS = drv.CUresult.CUDA_SUCCESS
@@ -233,17 +231,19 @@ def main(argv: list[str] | None = None) -> int:
         return run
 
     address = 0x7F0000000000
-    ctx_of_s = s.context
     new_buffer = cu.DeviceBuffer.__new__
+    probe = cu.DeviceBuffer(N, stream=s)
+    state_type = type(probe._state)  # the release state's class (internal)
+    probe.close()
     parts = {
         "part: an empty call (the loop)": part(lambda: None),
         "part: the object and its fields": part(lambda: new_buffer(cu.DeviceBuffer)),
         "part: the CUdeviceptr handle": part(lambda: drv.CUdeviceptr(address)),
-        "part: the release state": part(
-            lambda: _State(address, None, "cuMemFreeAsync", "DeviceBuffer", (s, ctx_of_s), None)
+        "part: the release state, keeping nothing": part(
+            # no keep: a state that keeps the stream would stay its dependant forever
+            lambda: state_type(address, None, "cuMemFreeAsync", "DeviceBuffer", (), None)
         ),
         "part: the set of other streams": part(set),
-        "part: the freed-range note": part(lambda: _noted(address, N)),
     }
     calls = min(args.calls, 2000)  # live buffers at once in the halves: 2 GiB at most
     few = max(args.calls // 20, 50)

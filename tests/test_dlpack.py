@@ -897,6 +897,66 @@ def test_the_common_path_exports_in_c(known: Any, slow: list[Any], kwargs: dict[
     assert len(st.leases) == 0
 
 
+_LEASED: list[Any] = []
+
+
+class _SubBuffer(cu.DeviceBuffer):
+    """A DeviceBuffer subclass with a lease of its own: the export asks for it."""
+
+    __slots__ = ()
+
+    def _lease(self) -> Any:
+        _LEASED.append(self)
+        return super()._lease()
+
+
+@pytest.mark.parametrize("kind", [cu.DeviceBuffer, _SubBuffer])
+@pytest.mark.parametrize("kwargs", [{}, {"stream": -1, "max_version": (1, 0)}])
+def test_a_device_buffer_and_a_subclass_with_its_own_lease_export_alike(
+    slow: list[Any], kind: type[cu.DeviceBuffer], kwargs: dict[str, Any]
+) -> None:
+    # A DeviceBuffer's lease is made in C; a subclass's own _lease is called.
+    _LEASED.clear()
+    a = np.arange(12, dtype=np.float32)
+    parent = kind.from_handle(a.ctypes.data, a.nbytes, owner=a)
+    buf = parent.cast(np.float32, (3, 4))
+    assert type(buf) is kind
+    buf._context = _KnownDevice(3)
+    dl._dl_code(np.dtype(np.float32))
+    cap = buf.__dlpack__(**kwargs)
+    assert slow == []
+    t = managed_of(cap).dl_tensor
+    assert (t.data, t.ndim, t.dtype.code, t.dtype.bits) == (a.ctypes.data, 2, 2, 32)
+    assert (t.device.device_type, t.device.device_id) == (2, 3)
+    assert list((ctypes.c_int64 * 2).from_address(t.shape)) == [3, 4]
+    assert len(parent._state.leases) == 1  # a view's lease is on its parent
+    assert len(buf._state.leases) == 0
+    expected = [buf] if kind is _SubBuffer else []
+    assert expected == _LEASED
+    del cap, t
+    assert len(parent._state.leases) == 0
+    parent.close()  # closes the view too
+    with pytest.raises(cu.ClosedError):
+        buf.__dlpack__(**kwargs)
+
+
+def test_a_view_of_a_closed_parent_is_refused_and_leases_nothing(slow: list[Any]) -> None:
+    a = np.arange(12, dtype=np.float32)
+    parent = cu.DeviceBuffer.from_handle(a.ctypes.data, a.nbytes, owner=a)
+    view = parent.cast(np.float32, (3, 4))
+    view._context = _KnownDevice(0)
+    parent.close()
+    assert view.closed
+    with pytest.raises(cu.ClosedError):
+        view.__dlpack__()
+    assert len(parent._state.leases) == 0 and len(view._state.leases) == 0
+
+
+def test_a_device_buffer_is_kdlcuda() -> None:
+    # The compiled export writes kDLCUDA (2) for an exact DeviceBuffer.
+    assert cu.DeviceBuffer._DL_DEVICE_TYPE == 2
+
+
 def test_the_common_path_exports_a_buffer_of_bytes(slow: list[Any]) -> None:
     a = np.arange(48, dtype=np.uint8)
     buf = cu.DeviceBuffer.from_handle(a.ctypes.data, a.nbytes, owner=a)  # no dtype: bytes

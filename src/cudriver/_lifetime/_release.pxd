@@ -23,6 +23,12 @@ cdef class State:
     cdef public object used_on
 
 
+cdef class Lease:
+    cdef State _lstate
+    cdef public object target
+    cdef object __weakref__
+
+
 cdef class HandleRoot:
     cdef public object _h
     cdef public object _key
@@ -45,6 +51,7 @@ cdef class FastRelease:
 
 
 cdef bint held_(State st) except -1
+cdef Lease new_lease(State st, object target)
 cdef object pin(object o)
 cdef int unpin(object state) except -1
 cdef State new_state(object handle, object release, object func, object kind, tuple keep,

@@ -245,21 +245,10 @@ cdef class Lease:
     ``HandleRoot``'s is): a lease collected in a cycle still lets its handle go.
     """
 
-    cdef State _lstate
-    cdef public object target
-    cdef object __weakref__
-
     def __init__(self, state, target):
-        cdef State st = <State?>state
-        cdef object leases
         if self._lstate is not None:
             raise RuntimeError("a Lease is made once")
-        leases = st._leases
-        if leases is None:
-            leases = st.leases  # made on first use
-        leases.add(id(self))
-        self._lstate = st
-        self.target = target
+        _lease_init(self, <State?>state, target)
 
     @property
     def _state(self):
@@ -280,6 +269,23 @@ cdef class Lease:
                 wake()
         except BaseException:  # at interpreter exit, once this module's globals are gone
             pass
+
+
+cdef inline int _lease_init(Lease self, State st, object target) except -1:
+    leases = st._leases
+    if leases is None:
+        leases = st.leases  # made on first use
+    leases.add(id(self))
+    self._lstate = st
+    self.target = target
+    return 0
+
+
+cdef Lease new_lease(State st, object target):
+    """``Lease(st, target)`` without the call."""
+    cdef Lease lease = Lease.__new__(Lease)
+    _lease_init(lease, st, target)
+    return lease
 
 
 # -- the root of every handle class --------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
-from .._lifetime._release import FastRelease, HandleRoot
+from .._lifetime._release import FastRelease, HandleRoot, Lease
 
 if TYPE_CHECKING:
     from .._context.device import Context
@@ -33,6 +33,7 @@ class BufferCore(HandleRoot):
     _base: Any
     _offset: Any
     _views: Any
+    def _lease(self) -> Lease: ...
     def __init__(
         self,
         nbytes: int,

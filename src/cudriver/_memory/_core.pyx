@@ -14,7 +14,7 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport uint64_t, uintptr_t
 
 from cudriver._lifetime._release cimport (
-    DEFERRED as _DEFERRED, FastRelease, HandleRoot, State, new_state, pin as _pin,
+    DEFERRED as _DEFERRED, FastRelease, HandleRoot, State, new_lease, new_state, pin as _pin,
     release_state_, unpin as _unpin,
 )
 from cudriver._runtime._freed cimport note as _note_freed
@@ -223,16 +223,7 @@ cdef class BufferCore(HandleRoot):
     and no ``context``; anything else goes to ``DeviceBuffer._init_slow``.
     """
 
-    cdef public object _nbytes
-    cdef public object _context
-    cdef public object _stream
-    cdef public object _stream_int
-    cdef public object _sync_h
-    cdef public object _dtype
-    cdef public object _shape
-    cdef public object _base
-    cdef public object _offset
-    cdef public object _views
+    # The fields are declared in _core.pxd (the DLPack export reads them in C).
 
     def __init__(self, nbytes, *, stream=None, context=None, pool=None, resource=None):
         cdef CUresult st
@@ -376,6 +367,10 @@ cdef class BufferCore(HandleRoot):
             d["descr"] = entry[1]
         return d
 
+    def _lease(self):
+        """A lease on the allocation: for a view, on the buffer it was made from."""
+        return buffer_lease(self)
+
     def close(self):
         """Free the memory (``cuMemFree``, or ``cuMemFreeAsync`` on the buffer's stream).
 
@@ -399,6 +394,16 @@ cdef class BufferCore(HandleRoot):
         release_state_(<State>me._st, False)
         if _DEFERRED:
             _drain_quick()
+
+
+cdef object buffer_lease(BufferCore b):
+    """``b._lease()``: a lease on ``b``'s state, or on its parent's while the parent is open."""
+    base = b._base
+    if base is not None and (<HandleRoot>base)._h is not None:
+        return new_lease(<State?>(<HandleRoot>base)._state, b)
+    if b._h is None:
+        return b._raise_closed()
+    return new_lease(<State?>b._state, b)
 
 
 cdef inline void _buffer_fields(BufferCore self, object n, object ctx, object st,
