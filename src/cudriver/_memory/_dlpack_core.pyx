@@ -357,7 +357,6 @@ cdef object _export_device_buffer(BufferCore b, stream, max_version, dl_device, 
     """
     cdef bint versioned = False
     cdef object queue = None
-    cdef tuple entry
     queue = _arguments(stream, max_version, copy, &versioned)
     if queue is None:
         return _export_slow(b, stream, max_version, dl_device, copy)
@@ -373,20 +372,8 @@ cdef object _export_device_buffer(BufferCore b, stream, max_version, dl_device, 
         shape = (b._nbytes,)
     elif dt is None or type(shape) is not tuple:
         return _export_slow(b, stream, max_version, dl_device, copy)
-    entry = _CODES.get(dt)
-    if entry is None:
-        return _export_slow(b, stream, max_version, dl_device, copy)
-    if dl_device is not None and not _own_device(dl_device, _KDLCUDA, ordinal):
-        return _export_slow(b, stream, max_version, dl_device, copy)
-    # The lease (DeviceBuffer's: a view's is on the buffer it was made from).
-    if type(b)._lease is _BUFFER_LEASE:
-        lease = buffer_lease(b)
-    else:
-        lease = b._lease()
-    if queue != -1 and b._stream is not None:
-        _order(b, queue)
-    return _capsule(b._key, _KDLCUDA, <int32_t>ordinal, <uint8_t>entry[0], <uint8_t>entry[1],
-                    <tuple>shape, versioned, lease)
+    return _finish(b, stream, max_version, dl_device, copy, queue, versioned, _KDLCUDA,
+                   ordinal, dt, shape, True)
 
 
 cdef object _export(buf, stream, max_version, dl_device, copy):
@@ -397,7 +384,6 @@ cdef object _export(buf, stream, max_version, dl_device, copy):
     """
     cdef bint versioned = False
     cdef object queue = None
-    cdef tuple entry
     cdef int t
     if buf._h is None:
         return _export_slow(buf, stream, max_version, dl_device, copy)
@@ -438,16 +424,33 @@ cdef object _export(buf, stream, max_version, dl_device, copy):
             return _export_slow(buf, stream, max_version, dl_device, copy)
     elif type(shape) is not tuple:
         return _export_slow(buf, stream, max_version, dl_device, copy)
-    entry = _CODES.get(dt)
+    return _finish(buf, stream, max_version, dl_device, copy, queue, versioned, t, ordinal,
+                   dt, shape, False)
+
+
+cdef object _finish(buf, stream, max_version, dl_device, copy, queue, bint versioned, int t,
+                    ordinal, dt, shape, bint fields):
+    """The end of both common paths: the dtype's DLPack type, the device check, then the
+    side effects in the Python export's order (the lease, the ordering, the capsule).
+
+    ``fields``: ``buf`` is a BufferCore whose fields were read in C (its lease, when
+    its type keeps DeviceBuffer's, is made in C too).
+    """
+    cdef tuple entry = _CODES.get(dt)
     if entry is None:
         return _export_slow(buf, stream, max_version, dl_device, copy)
     if dl_device is not None and not _own_device(dl_device, t, ordinal):
         return _export_slow(buf, stream, max_version, dl_device, copy)
-    # The side effects, in the Python export's order: the lease, the ordering, the capsule.
-    lease = buf._lease()
-    if (queue != -1 and isinstance(buf, _DEVICE_MEMORY)
-            and getattr(buf, "_stream", True) is not None):
-        _order(buf, queue)
+    if fields:
+        # DeviceBuffer's lease: a view's is on the buffer it was made from.
+        lease = buffer_lease(<BufferCore>buf) if type(buf)._lease is _BUFFER_LEASE else buf._lease()
+        if queue != -1 and (<BufferCore>buf)._stream is not None:
+            _order(buf, queue)
+    else:
+        lease = buf._lease()
+        if (queue != -1 and isinstance(buf, _DEVICE_MEMORY)
+                and getattr(buf, "_stream", True) is not None):
+            _order(buf, queue)
     return _capsule(buf._key, t, <int32_t>ordinal, <uint8_t>entry[0], <uint8_t>entry[1],
                     <tuple>shape, versioned, lease)
 
