@@ -15,7 +15,7 @@ from cudriver._lifetime import _handle, _release
 from cudriver._lifetime._handle import Handle, pending_releases, release_state, settle
 from cudriver._lifetime._pins import pin, pin_all, unpin, unpin_all
 
-from ._support import keeps_alive
+from ._support import keeps_alive, package_root
 
 OK = (drv.CUresult.CUDA_SUCCESS,)
 
@@ -207,7 +207,8 @@ def test_a_lease_alive_at_interpreter_exit_is_quiet() -> None:
         "print('ok', log)\n"
     )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(root, "src"), root]))
+    path = (package_root(), root, os.environ.get("PYTHONPATH"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
     r = subprocess.run(
         [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=120
     )
