@@ -940,6 +940,37 @@ def test_a_device_buffer_and_a_subclass_with_its_own_lease_export_alike(
         buf.__dlpack__(**kwargs)
 
 
+class _TypedBytes(cu.DeviceBuffer):
+    """A subclass whose dtype and shape come from properties, with no remembered layout."""
+
+    __slots__ = ()
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return np.dtype(np.int16)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (2, self._nbytes // 4)
+
+
+def test_a_subclass_layout_from_properties_is_exported(slow: list[Any]) -> None:
+    # Without a remembered dtype and shape, the export asks the buffer's attributes
+    # (as the Python export does), whichever compiled path it takes.
+    a = np.arange(12, dtype=np.int16)
+    buf = _TypedBytes.from_handle(a.ctypes.data, a.nbytes, owner=a)
+    assert buf._dtype is None and buf._shape is None
+    buf._context = _KnownDevice(0)
+    dl._dl_code(np.dtype(np.int16))
+    cap = buf.__dlpack__(stream=-1)
+    assert slow == []
+    t = managed_of(cap).dl_tensor
+    assert (t.ndim, t.dtype.code, t.dtype.bits) == (2, 0, 16)
+    assert list((ctypes.c_int64 * 2).from_address(t.shape)) == [2, 6]
+    del cap, t
+    buf.close()
+
+
 def test_a_view_of_a_closed_parent_is_refused_and_leases_nothing(slow: list[Any]) -> None:
     a = np.arange(12, dtype=np.float32)
     parent = cu.DeviceBuffer.from_handle(a.ctypes.data, a.nbytes, owner=a)

@@ -367,10 +367,12 @@ cdef object _export_device_buffer(BufferCore b, stream, max_version, dl_device, 
         return _export_slow(b, stream, max_version, dl_device, copy)
     dt = b._dtype
     shape = b._shape
-    if dt is None and shape is None:
-        dt = _U8
-        shape = (b._nbytes,)
-    elif dt is None or type(shape) is not tuple:
+    if dt is None or shape is None:  # as _export reads it: the attributes
+        layout = _attribute_layout(b)
+        if layout is None:
+            return _export_slow(b, stream, max_version, dl_device, copy)
+        dt, shape = layout
+    elif type(shape) is not tuple:
         return _export_slow(b, stream, max_version, dl_device, copy)
     return _finish(b, stream, max_version, dl_device, copy, queue, versioned, _KDLCUDA,
                    ordinal, dt, shape, True)
@@ -411,21 +413,32 @@ cdef object _export(buf, stream, max_version, dl_device, copy):
     dt = getattr(buf, "_dtype", None)
     shape = getattr(buf, "_shape", None)
     if dt is None or shape is None:
-        dt = getattr(buf, "dtype", _U8)
-        shape = getattr(buf, "shape", None)
-        if not isinstance(dt, _NP_DTYPE) or type(shape) is not tuple:
+        layout = _attribute_layout(buf)
+        if layout is None:
             return _export_slow(buf, stream, max_version, dl_device, copy)
-        count = 1
-        for d in <tuple>shape:
-            if type(d) is not int:
-                return _export_slow(buf, stream, max_version, dl_device, copy)
-            count *= d
-        if count * dt.itemsize != buf._nbytes:
-            return _export_slow(buf, stream, max_version, dl_device, copy)
+        dt, shape = layout
     elif type(shape) is not tuple:
         return _export_slow(buf, stream, max_version, dl_device, copy)
     return _finish(buf, stream, max_version, dl_device, copy, queue, versioned, t, ordinal,
                    dt, shape, False)
+
+
+cdef object _attribute_layout(buf):
+    """``(dtype, shape)`` from the ``dtype`` and ``shape`` attributes of a buffer that
+    remembers no layout (a subclass may define them): a numpy dtype and a tuple of ints
+    covering its bytes; else None (the Python export's)."""
+    dt = getattr(buf, "dtype", _U8)
+    shape = getattr(buf, "shape", None)
+    if not isinstance(dt, _NP_DTYPE) or type(shape) is not tuple:
+        return None
+    count = 1
+    for d in <tuple>shape:
+        if type(d) is not int:
+            return None
+        count *= d
+    if count * dt.itemsize != buf._nbytes:
+        return None
+    return dt, shape
 
 
 cdef object _finish(buf, stream, max_version, dl_device, copy, queue, bint versioned, int t,
